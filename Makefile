@@ -1,0 +1,50 @@
+# Two commands do all the set-up on a fresh machine:
+#   make demo   runs python -m numba_asynccopy
+#   make test   runs the test suite (no GPU needed)
+# Both create or refresh .venv by themselves.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test gpu-test gpu-sanitize device-wheels clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m numba_asynccopy
+
+test: $(STAMP)
+	$(PY) -m pytest -ra -q
+
+# --- on the device machine (see README, "Development") -------------------
+# Uses the machine's python3 and packages plus the wheels carried in .whl.
+DEVICE_ENV := PYTHONPATH=/tmp/site:$(CURDIR) PYTHONUNBUFFERED=1
+DEVICE_PY := $(DEVICE_ENV) python3
+
+/tmp/site/.installed:
+	python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl
+	touch $@
+
+gpu-test: /tmp/site/.installed
+	$(DEVICE_PY) -m numba_asynccopy
+	$(DEVICE_PY) -m pytest -ra -q -p no:cacheprovider tests/gpu --timeout=300
+
+gpu-sanitize: /tmp/site/.installed
+	for tool in memcheck racecheck synccheck; do \
+	  $(DEVICE_ENV) compute-sanitizer --tool $$tool --error-exitcode 9 \
+	    python3 -m pytest -q -p no:cacheprovider tests/gpu -m "not traps" || exit 1; \
+	done
+
+# Here: fetch the wheels the device machine lacks (numpy < 2.5).
+device-wheels:
+	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+	  --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+	  -d .whl "numpy==2.4.*"
+
+clean:
+	rm -rf $(VENV) build *.egg-info

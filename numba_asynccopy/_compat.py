@@ -1,0 +1,97 @@
+"""The few numba-cuda internals the package relies on, kept in one place.
+
+numba-cuda 0.30 exposes ``numba.cuda.extending.intrinsic`` without a way to
+ask for literal-first typing, and its intrinsic templates hand Python default
+values (not ``types.Omitted``) to the typing function.  ``intrinsic`` below
+fixes both so that every public intrinsic can take keyword arguments with
+defaults and compile-time constants.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable
+
+from numba.core import types
+from numba.cuda.core import errors
+from numba.cuda.core.targetconfig import ConfigStack
+from numba.cuda.extending import _intrinsic
+
+TypingError = errors.TypingError
+
+
+def intrinsic(fn: Callable) -> Any:
+    """Register ``fn`` as a CUDA intrinsic with literal-first typing.
+
+    ``fn(typingctx, ...)`` receives every parameter: literal types for
+    compile-time constants, ``types.Omitted(default)`` for parameters the
+    caller left out.  Its returned signature must list all parameters.
+    """
+    pysig = inspect.signature(fn)
+    params = list(pysig.parameters.values())[1:]
+
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def typer(typingctx, *args, **kws):
+        try:
+            bound = pysig.bind(typingctx, *args, **kws)
+        except TypeError as e:
+            raise TypingError(f"{name}: {e}") from None
+        for p in params:
+            if p.name not in bound.arguments:
+                bound.arguments[p.name] = types.Omitted(p.default)
+            elif not isinstance(bound.arguments[p.name], types.Type):
+                bound.arguments[p.name] = types.Omitted(bound.arguments[p.name])
+        result = fn(*bound.args, **bound.kwargs)
+        if result is None:
+            return None
+        sig, codegen = result
+        typed_for = compile_cc()
+
+        # numba caches an intrinsic's typing per argument types, not per
+        # target: re-run the validation when lowering for another target so
+        # that its sm requirement is still enforced.
+        def lower(context, builder, lsig, args):
+            if compile_cc() != typed_for:
+                fn(*bound.args, **bound.kwargs)
+            return codegen(context, builder, lsig, args)
+
+        return sig, lower
+
+    # numba-cuda 0.30's argument folding mishandles keyword-only parameters:
+    # show it plain ones.  The bind above still enforces keyword-only calls.
+    typer.__signature__ = pysig.replace(
+        parameters=[
+            p.replace(kind=p.POSITIONAL_OR_KEYWORD) if p.kind == p.KEYWORD_ONLY else p
+            for p in pysig.parameters.values()
+        ]
+    )
+    return _intrinsic(target="cuda", prefer_literal=True)(typer)
+
+
+def compile_cc() -> tuple[int, int] | None:
+    """The compute capability the kernel being compiled targets, or None."""
+    flags = ConfigStack.top_or_none()
+    cc = getattr(flags, "compute_capability", None) if flags is not None else None
+    return tuple(cc[:2]) if cc else None
+
+
+def patch_cache_key(extra: Callable[[], tuple]) -> None:
+    """Add ``extra()`` to the key of numba-cuda's on-disk kernel cache.
+
+    The cache stores generated code, so a setting that changes code
+    generation (checked mode, this package's version) must be in its key.
+    """
+    from numba.cuda.codegen import JITCUDACodegen
+
+    if getattr(JITCUDACodegen, "_asynccopy_patched", False):
+        return
+    original = JITCUDACodegen.magic_tuple
+
+    def magic_tuple(self):
+        return original(self) + extra()
+
+    JITCUDACodegen.magic_tuple = magic_tuple
+    JITCUDACodegen._asynccopy_patched = True

@@ -1,0 +1,111 @@
+"""Lowering helpers shared by every family: addresses, inline asm, traps.
+
+Nothing here knows an opcode; callers pass the text built from ``_forms``.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba.core import types
+from numba.cuda import cgutils, nvvmutils
+
+I1 = ir.IntType(1)
+I8 = ir.IntType(8)
+I16 = ir.IntType(16)
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+VOID = ir.VoidType()
+
+
+def asm(builder, text: str, constraints: str, args=(), ret=VOID, clobber_memory: bool = True):
+    """Call volatile inline PTX; synchronising/async forms clobber memory."""
+    args = list(args)
+    fnty = ir.FunctionType(ret, [a.type for a in args])
+    if clobber_memory:
+        constraints = f"{constraints},~{{memory}}" if constraints else "~{memory}"
+    return builder.call(ir.InlineAsm(fnty, text, constraints, side_effect=True), args)
+
+
+def shared_addr32(builder, ptr):
+    """32-bit shared-window address of a generic pointer into shared memory.
+
+    addrspacecast + ptrtoint lets NVVM fold it to symbol arithmetic (no cvta).
+    """
+    p3 = builder.addrspacecast(ptr, ir.PointerType(ptr.type.pointee, 3))
+    return builder.ptrtoint(p3, I32)
+
+
+def generic_addr64(builder, ptr):
+    return builder.ptrtoint(ptr, I64)
+
+
+def value_as(context, builder, val, ty, to):
+    """Cast an argument to type ``to``; an omitted one gives its default."""
+    if isinstance(ty, types.Omitted):
+        return context.get_constant(to, ty.value)
+    return context.cast(builder, val, ty, to)
+
+
+def as_i32(context, builder, val, ty):
+    """A runtime integer/boolean value as an i32 asm operand."""
+    base = ty.value if isinstance(ty, types.Omitted) else ty
+    if isinstance(base, (bool, types.Boolean)) or getattr(ty, "literal_type", None) == types.boolean:
+        return builder.zext(value_as(context, builder, val, ty, types.boolean), I32)
+    return value_as(context, builder, val, ty, types.uint32)
+
+
+def as_i64(context, builder, val, ty):
+    return value_as(context, builder, val, ty, types.uint64)
+
+
+def sreg(builder, name: str):
+    return nvvmutils.call_sreg(builder, name)
+
+
+def linear_tid(builder):
+    """Thread index within the block, x fastest."""
+    tx, ty, tz = (sreg(builder, f"tid.{d}") for d in "xyz")
+    nx, ny = sreg(builder, "ntid.x"), sreg(builder, "ntid.y")
+    return builder.add(tx, builder.mul(nx, builder.add(ty, builder.mul(ny, tz))))
+
+
+def block_threads(builder):
+    nx, ny, nz = (sreg(builder, f"ntid.{d}") for d in "xyz")
+    return builder.mul(builder.mul(nx, ny), nz)
+
+
+TRAP_PREFIX = "numba_asynccopy checked mode: "
+
+
+def trap_if(context, builder, cond, api: str, message: str, values=()):
+    """If ``cond``: print the broken rule with block and thread, then trap.
+
+    ``message`` may hold printf conversions for ``values`` (i32/i64 values).
+    """
+    with builder.if_then(cond, likely=False):
+        fmt = (
+            f"{TRAP_PREFIX}{api}: {message} "
+            "[block (%u,%u,%u) thread (%u,%u,%u)]\n"
+        )
+        where = [sreg(builder, f"ctaid.{d}") for d in "xyz"]
+        where += [sreg(builder, f"tid.{d}") for d in "xyz"]
+        vals = list(values) + where
+        fmtptr = context.insert_string_const_addrspace(builder, fmt)
+        struct = cgutils.make_anonymous_struct(builder, vals)
+        slot = cgutils.alloca_once_value(builder, struct)
+        vprintf = nvvmutils.declare_vprint(builder.module)
+        builder.call(vprintf, (fmtptr, builder.bitcast(slot, ir.PointerType(I8))))
+        asm(builder, "trap;", "")
+
+
+def is_space(builder, ptr, space: str):
+    """i1: the generic pointer lies in ``space`` (shared/global/...)."""
+    r = asm(
+        builder,
+        f"{{ .reg .pred p; isspacep.{space} p, $1; selp.u32 $0, 1, 0, p; }}",
+        "=r,l",
+        [generic_addr64(builder, ptr)],
+        ret=I32,
+        clobber_memory=False,
+    )
+    return builder.icmp_unsigned("!=", r, ir.Constant(I32, 0))

@@ -1,0 +1,221 @@
+"""Region rules of the seeds: chunks, repeats, contiguity, dtypes.
+
+A view of shape ``(*repeat, element)`` is split along its last axis into
+chunks of ``chunk_bytes``; every other axis, and the chunks of the last
+axis, are repeats.  The compile-time half checks what the Numba type tells
+(array-ness, rank, layout, itemsize); the run-time half walks the chunks and,
+in checked mode, checks what only the values tell (shapes, strides,
+alignment, address spaces).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from llvmlite import ir
+from numba.core import types
+from numba.cuda import cgutils
+from numba.cuda.np import numpy_support
+
+from ._compat import TypingError
+from ._lowering import I32, I64, generic_addr64, shared_addr32, trap_if
+
+# --- compile time ---------------------------------------------------------
+
+
+def literal_value(ty, api: str, name: str, *, allowed=None, kind=int, required=True):
+    """Value of a compile-time constant argument, or a TypingError naming it."""
+    if isinstance(ty, types.Omitted):
+        val = ty.value
+    elif isinstance(ty, types.NoneType):
+        val = None
+    elif isinstance(ty, types.Literal):
+        val = ty.literal_value
+    else:
+        raise TypingError(
+            f"{api}: `{name}` must be a compile-time constant "
+            f"({kind.__name__} literal), got a run-time {ty}"
+        )
+    if val is None:
+        if required:
+            raise TypingError(f"{api}: `{name}` is required")
+        return None
+    if kind is int and (isinstance(val, bool) or not isinstance(val, int)):
+        raise TypingError(f"{api}: `{name}` must be an int constant, got {val!r}")
+    if kind is str and not isinstance(val, str):
+        raise TypingError(f"{api}: `{name}` must be a str constant, got {val!r}")
+    if allowed is not None and val not in allowed:
+        raise TypingError(
+            f"{api}: `{name}`={val!r} is not supported; allowed: "
+            + ", ".join(repr(a) for a in allowed)
+        )
+    return val
+
+
+def is_absent(ty) -> bool:
+    """The caller left an optional argument out (or passed None)."""
+    return isinstance(ty, types.NoneType) or (
+        isinstance(ty, types.Omitted) and ty.value is None
+    )
+
+
+def check_runtime_scalar(ty, api: str, name: str, kinds=(types.Integer,)):
+    if isinstance(ty, types.Omitted):
+        return
+    base = getattr(ty, "literal_type", ty)
+    if not isinstance(base, kinds):
+        want = " or ".join(k.__name__.lower() for k in kinds)
+        raise TypingError(f"{api}: `{name}` must be a {want} value, got {ty}")
+
+
+def itemsize(dtype) -> int:
+    return numpy_support.as_dtype(dtype).itemsize
+
+
+def check_view(api: str, name: str, ty, chunk_bytes: int | None = None) -> None:
+    """Compile-time rules for a chunked view."""
+    if not isinstance(ty, types.Array):
+        raise TypingError(
+            f"{api}: `{name}` must be a Numba array view (for example "
+            f"`sh[tid, :]`), got {ty}"
+        )
+    if ty.ndim == 0:
+        raise TypingError(f"{api}: `{name}` must have at least one axis")
+    if ty.layout == "F" and ty.ndim > 1:
+        raise TypingError(
+            f"{api}: `{name}` is Fortran-ordered; its last axis is not "
+            "contiguous, so it cannot be split into contiguous chunks"
+        )
+    if chunk_bytes is not None:
+        size = itemsize(ty.dtype)
+        if chunk_bytes % size:
+            raise TypingError(
+                f"{api}: the itemsize {size} of `{name}` ({ty.dtype}) does not "
+                f"divide chunk_bytes={chunk_bytes}"
+            )
+
+
+def check_same_rank(api: str, a_name: str, a, b_name: str, b) -> None:
+    if a.ndim != b.ndim:
+        raise TypingError(
+            f"{api}: `{a_name}` ({a.ndim}-D) and `{b_name}` ({b.ndim}-D) must "
+            "have the same rank: their repeat axes are matched one to one"
+        )
+
+
+# --- run time -------------------------------------------------------------
+
+
+class View:
+    """The run-time pieces of an array view: base pointer, shape, strides."""
+
+    def __init__(self, context, builder, ty, value, name: str):
+        self.ty, self.name = ty, name
+        ary = context.make_array(ty)(context, builder, value)
+        self.data = ary.data
+        self.shape = cgutils.unpack_tuple(builder, ary.shape, ty.ndim)
+        self.strides = cgutils.unpack_tuple(builder, ary.strides, ty.ndim)
+        self.itemsize = itemsize(ty.dtype)
+        self.intp = self.shape[0].type
+
+    def const(self, v):
+        return ir.Constant(self.intp, v)
+
+    def row_bytes(self, builder):
+        return builder.mul(self.shape[-1], self.const(self.itemsize))
+
+    def nchunks(self, builder, chunk: int):
+        return builder.udiv(self.row_bytes(builder), self.const(chunk))
+
+    def byte_offset(self, builder, outer_idx, chunk_idx, chunk: int):
+        off = builder.mul(chunk_idx, self.const(chunk))
+        for i, s in zip(outer_idx, self.strides[:-1]):
+            off = builder.add(off, builder.mul(i, s))
+        return off
+
+    def shared_chunk(self, builder, outer_idx, chunk_idx, chunk: int):
+        base = shared_addr32(builder, self.data)
+        off = self.byte_offset(builder, outer_idx, chunk_idx, chunk)
+        return builder.add(base, builder.trunc(off, I32))
+
+    def global_chunk(self, builder, outer_idx, chunk_idx, chunk: int):
+        off = self.byte_offset(builder, outer_idx, chunk_idx, chunk)
+        return builder.add(generic_addr64(builder, self.data), builder.zext(off, I64) if off.type != I64 else off)
+
+    def total_chunks(self, builder, chunk: int):
+        n = self.nchunks(builder, chunk)
+        for d in self.shape[:-1]:
+            n = builder.mul(n, d)
+        return n
+
+    def unravel(self, builder, k, chunk: int):
+        """C-order coordinates (outer..., chunk) of linear chunk index k."""
+        dims = list(self.shape[:-1]) + [self.nchunks(builder, chunk)]
+        idx = []
+        for d in reversed(dims[1:]):
+            idx.append(builder.urem(k, d))
+            k = builder.udiv(k, d)
+        idx.append(k)
+        idx.reverse()
+        return idx[:-1], idx[-1]
+
+
+@contextmanager
+def thread_chunks(builder, lead: View, chunk: int):
+    """Loop over every chunk of ``lead``; yields (outer_idx, chunk_idx).
+
+    The trip counts come from ``lead`` (the shared side when there is one),
+    so a statically shaped shared view unrolls to straight-line code.
+    """
+    dims = list(lead.shape[:-1]) + [lead.nchunks(builder, chunk)]
+    with cgutils.loop_nest(builder, dims, lead.intp) as idx:
+        yield list(idx[:-1]), idx[-1]
+
+
+@contextmanager
+def cta_chunks(builder, lead: View, chunk: int, tid, nthreads):
+    """Spread the chunks of ``lead`` over the block.
+
+    Linear chunk k (C order over (outer..., chunk)) goes to thread
+    ``k % nthreads``: consecutive threads take consecutive chunks of a row,
+    so each warp's accesses are coalesced.
+    """
+    total = lead.total_chunks(builder, chunk)
+    start = builder.zext(tid, lead.intp)
+    step = builder.zext(nthreads, lead.intp)
+    with cgutils.for_range_slice(builder, start, total, step, lead.intp) as (k, _):
+        yield lead.unravel(builder, k, chunk)
+
+
+def check_chunk_views(context, builder, api: str, views, chunk: int) -> None:
+    """Checked-mode rules for chunked views sharing one chunk walk."""
+    c = views[0].const
+    for v in views:
+        if v.ty.layout != "C":
+            bad = builder.and_(
+                builder.icmp_unsigned("!=", v.strides[-1], c(v.itemsize)),
+                builder.icmp_unsigned(">", v.shape[-1], c(1)),
+            )
+            trap_if(context, builder, bad, api,
+                    f"the last axis of `{v.name}` is not contiguous (stride %lld bytes)",
+                    [v.strides[-1]])
+        rem = builder.urem(v.row_bytes(builder), c(chunk))
+        trap_if(context, builder, builder.icmp_unsigned("!=", rem, c(0)), api,
+                f"the last axis of `{v.name}` (%lld bytes) is not a whole number of "
+                f"{chunk}-byte chunks", [v.row_bytes(builder)])
+        addr = generic_addr64(builder, v.data)
+        mis = builder.urem(addr, ir.Constant(I64, chunk))
+        for s in v.strides[:-1]:
+            mis = builder.or_(mis, builder.urem(s, c(chunk)))
+        trap_if(context, builder, builder.icmp_unsigned("!=", mis, c(0)), api,
+                f"a chunk of `{v.name}` is not {chunk}-byte aligned (base %p)", [addr])
+    first = views[0]
+    for other in views[1:]:
+        for axis, (a, b) in enumerate(zip(first.shape[:-1], other.shape[:-1])):
+            trap_if(context, builder, builder.icmp_unsigned("!=", a, b), api,
+                    f"repeat axis {axis} differs: `{first.name}` has %lld, "
+                    f"`{other.name}` has %lld", [a, b])
+        na, nb = first.nchunks(builder, chunk), other.nchunks(builder, chunk)
+        trap_if(context, builder, builder.icmp_unsigned("!=", na, nb), api,
+                f"chunk counts differ: `{first.name}` has %lld chunks per row, "
+                f"`{other.name}` has %lld", [na, nb])
