@@ -74,7 +74,12 @@ def checked_mode(enabled: bool = True, *, timeout_ns: int | None = None) -> Iter
             kernel[1, 32](a, b)
     """
     old = (_state["checked"], _state["timeout_ns"])
-    set_checked(enabled, timeout_ns=timeout_ns)
+    if timeout_ns is not None and int(timeout_ns) <= 0:
+        raise ValueError(f"timeout_ns must be positive, got {timeout_ns}")
+    # a scoped switch is the documented way to compile kernels in a mode: no warning
+    _state["checked"] = bool(enabled)
+    if timeout_ns is not None:
+        _state["timeout_ns"] = int(timeout_ns)
     try:
         yield
     finally:

@@ -186,8 +186,8 @@ VIOLATIONS = {
         "ac.cp_async(sh[tid, :], A[tid, 0:8], 16)",
         "cp_async: chunk counts differ: `dst` has 1 chunks per row, `src` has 2"),
     "partial_chunk": (
-        "ac.cp_async(sh[tid, :], A[tid, 0:6], 8, cache='ca')",
-        "cp_async: the last axis of `src` (24 bytes) is not a whole number of 8-byte chunks"),
+        "ac.cp_async(sh[tid, :], A[tid, 0:5], 8, cache='ca')",
+        "cp_async: the last axis of `src` (20 bytes) is not a whole number of 8-byte chunks"),
     "src_size_range": (
         "ac.cp_async(sh[tid, :], A[tid, 0:4], 16, src_size=n)",
         "cp_async: src_size=17 is outside 0..chunk_bytes (16)"),
