@@ -219,3 +219,26 @@ def check_chunk_views(context, builder, api: str, views, chunk: int) -> None:
         trap_if(context, builder, builder.icmp_unsigned("!=", na, nb), api,
                 f"chunk counts differ: `{first.name}` has %lld chunks per row, "
                 f"`{other.name}` has %lld", [na, nb])
+
+
+# --- barriers ---------------------------------------------------------------
+
+
+def check_barrier(api: str, name: str, ty) -> None:
+    """An mbarrier is the first element of a shared uint64 array view."""
+    if not isinstance(ty, types.Array) or ty.dtype != types.uint64:
+        raise TypingError(
+            f"{api}: `{name}` must be a uint64 shared-memory array view whose first "
+            f"element is the barrier (for example `bars[i:]`), got {ty}"
+        )
+
+
+def barrier_addr32(context, builder, ty, value):
+    """32-bit shared address of the barrier (first element of the view)."""
+    ary = context.make_array(ty)(context, builder, value)
+    return shared_addr32(builder, ary.data)
+
+
+def barrier_generic(context, builder, ty, value):
+    ary = context.make_array(ty)(context, builder, value)
+    return ary.data
