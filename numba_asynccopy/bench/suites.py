@@ -69,6 +69,18 @@ class Recorder:
             self._twins = Twins(Path(self._twins_path))
         return self._twins
 
+    def dump_code(self, name: str, kernel) -> None:
+        """PTX and SASS of a compiled Numba kernel under ``<out>/code/`` (for
+        reading beside the twins' SASS when a target is missed)."""
+        try:
+            d = self.out.parent / "code"
+            d.mkdir(exist_ok=True)
+            (d / f"{name}.ptx").write_text("\n".join(kernel.inspect_asm().values()))
+            (d / f"{name}.sass").write_text("\n".join(kernel.inspect_sass().values()))
+        except Exception as e:  # diagnostics only
+            with open(self.out.with_suffix(".log"), "a") as log:
+                log.write(f"--- code dump {name}: {type(e).__name__}: {e}\n")
+
     def save(self) -> None:
         data = {"info": self.info, "measurements": [asdict(m) for m in self.results.values()]}
         tmp = self.out.with_suffix(".tmp")
@@ -153,7 +165,9 @@ def suite_copy(r: Recorder) -> None:
 
     try:
         torch = _torch()
-        tsrc, tdst = torch.as_tensor(src, device="cuda"), torch.as_tensor(dst, device="cuda")
+        # int32 views: torch has only partial support for uint32 tensors
+        tsrc = torch.as_tensor(src.view(np.int32), device="cuda")
+        tdst = torch.as_tensor(dst.view(np.int32), device="cuda")
         torch_copy = lambda: tdst.copy_(tsrc)  # noqa: E731
         r.measure("torch_copy", "torch device-to-device copy", "torch", "TB/s", nbytes,
                   torch_copy, check_copy(torch_copy), config={"bytes": n * 4})
@@ -169,6 +183,7 @@ def suite_copy(r: Recorder) -> None:
         key = f"staged_copy_sweep_s{stages}_b{block}_p{pt}"
         try:
             kern = cuda.jit(sc.SIGNATURE)(sc.make_staged_copy(stages, chunk, block, pt))
+            r.dump_code(key, kern)
             grid = sc.grid_for(stages, chunk, block, pt, sms)
             launch = (lambda k=kern, g=grid, b=block: k[g, b](src, dst))
             m = r.measure(key, f"staged copy sweep {cfg}", "numba", "TB/s", nbytes, launch,
@@ -259,6 +274,8 @@ def suite_sgemm(r: Recorder) -> None:
             label = f"SGEMM {n}^3, " + ("synchronous loads" if stages == 1 else f"cp.async {stages} stages")
             try:
                 kern = cuda.jit(sg.SIGNATURE)(sg.make_sgemm(stages))
+                if n == r.sizes["sgemm"][0]:
+                    r.dump_code(f"sgemm_{name}", kern)
                 launch = (lambda k=kern: k[g, sg.BLOCK](AT, B, C))
                 m = r.measure(key, label, "numba", "TFLOP/s", work, launch, check_gemm(launch),
                               config={"stages": stages, "M": M, "N": N, "K": K},
@@ -342,6 +359,7 @@ def suite_stencil(r: Recorder) -> None:
         key = f"numba_stencil_{name}"
         try:
             kern = cuda.jit(st.SIGNATURE)(fn)
+            r.dump_code(key, kern)
             launch = (lambda k=kern, g=grid, bl=block: k[g, bl](u, out, fa32, fb32))
             r.measure(key, f"5-point stencil, {what}", "numba", "TB/s", work, launch,
                       check_stencil(launch), config={"H": H, "W": W})

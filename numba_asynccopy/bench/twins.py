@@ -72,7 +72,19 @@ class Build:
             tail = self.log_path.read_text().strip().splitlines()[-5:]
             self.error = f"nvcc failed (rc {rc}): " + " | ".join(tail)
             raise TwinError(self.error)
+        self._dump_sass()
         return Twins(self.so)
+
+    def _dump_sass(self) -> None:
+        """The twins' SASS under ``<out>/code/twins.sass`` (diagnostics only)."""
+        tool = shutil.which("cuobjdump") or "/usr/local/cuda/bin/cuobjdump"
+        try:
+            sass = subprocess.run([tool, "--dump-sass", str(self.so)], capture_output=True,
+                                  text=True, timeout=120).stdout
+            (self.outdir / "code").mkdir(exist_ok=True)
+            (self.outdir / "code" / "twins.sass").write_text(sass)
+        except Exception:
+            pass
 
 
 class Twins:
