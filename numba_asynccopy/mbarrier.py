@@ -547,8 +547,10 @@ def mbarrier_wait_parity(typingctx, bar, parity):
 
 @intrinsic
 def mbarrier_pending_count(typingctx, state):
-    """Pending arrivals recorded in ``state`` (from an arrive, typically
-    :func:`mbarrier_arrive_no_complete`).
+    """Pending arrivals recorded in ``state``.  A state records the barrier's
+    phase as it was *before* the arrive that returned it, so after
+    ``mbarrier_init(bar, 10)`` the state of a first ``arrive_no_complete(bar,
+    3)`` gives 10 and the state of a second arrive gives 7.
 
     PTX: ``mbarrier.pending_count.b64 n, state;`` (sm_80).
 

@@ -82,9 +82,11 @@ def waits_and_counts(res):
         ac.mbarrier_wait(bars[0:], st2)
         ac.mbarrier_wait_parity(bars[0:], 0)
         res[5] = 1
+        # a state records the barrier as it was before that arrive
         nc = ac.mbarrier_arrive_no_complete(bars[1:], 3)
-        res[6] = ac.mbarrier_pending_count(nc)     # 10 - 3
-        s3 = ac.mbarrier_arrive(bars[1:], 7, sem="release", scope="cta")
+        nc2 = ac.mbarrier_arrive_drop_no_complete(bars[1:], 2)
+        res[6] = ac.mbarrier_pending_count(nc) * 100 + ac.mbarrier_pending_count(nc2)
+        s3 = ac.mbarrier_arrive(bars[1:], 5, sem="release", scope="cta")
         res[7] = ac.mbarrier_test_wait(bars[1:], s3, sem="acquire", scope="cta")
         # transaction bytes: one arrival plus 64 bytes
         s4 = ac.mbarrier_arrive_expect_tx(bars[2:], 64)
@@ -109,7 +111,7 @@ def test_test_wait_try_wait_blocking_wait_counts_and_tx():
     res = cuda.to_device(np.full(14, 99, np.int32))
     waits_and_counts[1, 32](res)
     got = res.copy_to_host()
-    expected = [0, 0, 0, 1, 1, 1, 7, 1, 0, 0, 1, 0, 1, 1]
+    expected = [0, 0, 0, 1, 1, 1, 1007, 1, 0, 0, 1, 0, 1, 1]
     assert got.tolist() == expected
 
 
