@@ -156,7 +156,7 @@ def _arrive_intrinsic_body(api, plain_key, counted_key, bar, count, sem, scope,
     else:
         f = form(counted_key)
         with_count = True
-    f.require_sm()
+    f.require_sm(api)
     opcode = f.opcode.format(sem=order.text) if "{sem}" in f.opcode else f.opcode
 
     def codegen(context, builder, sig, args):
@@ -350,7 +350,7 @@ def _wait_form(api, op: str, parity: bool, sem, scope) -> WaitForm:
     else:
         f = form(f"mbarrier.{name}")
         opcode = f.opcode.format(sem="")
-    f.require_sm()
+    f.require_sm(api)
     return WaitForm(opcode, "r" if parity else "l")
 
 
