@@ -33,6 +33,26 @@ from .cluster import (
 from .cluster_copy import cp_async_bulk_cluster
 from .host import launch as _host_launch
 from .host.launch import ClusterLaunchError, cluster_dims, launch, max_active_clusters
+from .fence import elect_sync, fence_acq_rel_cluster, fence_mbarrier_init, fence_proxy_async
+from .mbarrier import (
+    cp_async_mbarrier_arrive,
+    mbarrier_arrive,
+    mbarrier_arrive_drop,
+    mbarrier_arrive_drop_no_complete,
+    mbarrier_arrive_expect_tx,
+    mbarrier_arrive_no_complete,
+    mbarrier_complete_tx,
+    mbarrier_expect_tx,
+    mbarrier_init,
+    mbarrier_inval,
+    mbarrier_pending_count,
+    mbarrier_test_wait,
+    mbarrier_test_wait_parity,
+    mbarrier_try_wait,
+    mbarrier_try_wait_parity,
+    mbarrier_wait,
+    mbarrier_wait_parity,
+)
 
 _patch_cache_key(_checked.cache_key)
 _host_launch.install()
@@ -40,6 +60,27 @@ _host_launch.install()
 __all__ = [
     "ClusterLaunchError",
     "FORMS",
+    "cp_async_mbarrier_arrive",
+    "elect_sync",
+    "fence_acq_rel_cluster",
+    "fence_mbarrier_init",
+    "fence_proxy_async",
+    "mbarrier_arrive",
+    "mbarrier_arrive_drop",
+    "mbarrier_arrive_drop_no_complete",
+    "mbarrier_arrive_expect_tx",
+    "mbarrier_arrive_no_complete",
+    "mbarrier_complete_tx",
+    "mbarrier_expect_tx",
+    "mbarrier_init",
+    "mbarrier_inval",
+    "mbarrier_pending_count",
+    "mbarrier_test_wait",
+    "mbarrier_test_wait_parity",
+    "mbarrier_try_wait",
+    "mbarrier_try_wait_parity",
+    "mbarrier_wait",
+    "mbarrier_wait_parity",
     "checked_mode",
     "cluster_arrive",
     "cluster_cta_id",

@@ -52,11 +52,13 @@ def intrinsic(fn: Callable) -> Any:
 
         # numba caches an intrinsic's typing per argument types, not per
         # target: re-run the validation when lowering for another target so
-        # that its sm requirement is still enforced.
+        # that its sm requirement is enforced and target-dependent
+        # lowering (sm_80 vs sm_90 forms) follows the target.
         def lower(context, builder, lsig, args):
+            gen = codegen
             if compile_cc() != typed_for:
-                fn(*bound.args, **bound.kwargs)
-            return codegen(context, builder, lsig, args)
+                gen = fn(*bound.args, **bound.kwargs)[1]
+            return gen(context, builder, lsig, args)
 
         return sig, lower
 

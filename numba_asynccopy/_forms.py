@@ -77,7 +77,7 @@ _ROWS = [
          "7.8", 90, "mbarrier_arrive_drop", "mbarrier"),
     Form("mbarrier.arrive_drop.noComplete", "mbarrier.arrive_drop.noComplete.shared.b64",
          "mbarrier.arrive_drop.noComplete.shared.b64 state, [a], count;",
-         "7.0", 80, "mbarrier_arrive_drop", "mbarrier"),
+         "7.0", 80, "mbarrier_arrive_drop_no_complete", "mbarrier"),
     Form("mbarrier.expect_tx", "mbarrier.expect_tx{sem}.shared::cta.b64",
          "mbarrier.expect_tx{.relaxed.scope}.shared::cta.b64 [a], tx;",
          "8.0", 90, "mbarrier_expect_tx", "mbarrier"),
@@ -99,6 +99,9 @@ _ROWS = [
     Form("mbarrier.try_wait.parity", "mbarrier.try_wait.parity{sem}.shared::cta.b64",
          "mbarrier.try_wait.parity{.acquire.scope}.shared::cta.b64 p, [a], parity{, hint_ns};",
          "7.8", 90, "mbarrier_try_wait_parity", "mbarrier"),
+    Form("mbarrier.wait.sem", "mbarrier.{op}{sem}.shared::cta.b64",
+         "mbarrier.{test_wait,try_wait}{.parity}.{acquire,relaxed}.{cta,cluster}.shared::cta.b64 p, [a], state|parity;",
+         "8.0", 90, "mbarrier_test_wait / mbarrier_test_wait_parity (with sem or scope)", "mbarrier"),
     Form("mbarrier.pending_count", "mbarrier.pending_count.b64",
          "mbarrier.pending_count.b64 n, state;", "7.0", 80, "mbarrier_pending_count", "mbarrier"),
     # --- fences and warp election ---------------------------------------
