@@ -46,8 +46,10 @@ def dim3(value: Dim, name: str) -> tuple[int, int, int]:
     if isinstance(value, int) and not isinstance(value, bool):
         value = (value,)
     try:
+        if isinstance(value, (str, bytes)):
+            raise TypeError
         dims = tuple(int(v) for v in value)
-    except TypeError:
+    except (TypeError, ValueError):
         raise ClusterLaunchError(f"`{name}` must be an int or a tuple of 1-3 ints, got {value!r}") from None
     if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
         raise ClusterLaunchError(f"`{name}` must be 1-3 positive ints, got {value!r}")

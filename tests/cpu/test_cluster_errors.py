@@ -122,28 +122,6 @@ def test_cluster_dims_in_device_function_is_an_error():
     assert "call cluster_dims in the kernel body" in msg
 
 
-def test_cluster_dims_in_callee_of_kernel_is_an_error():
-    import numba_asynccopy as ac
-
-    @cuda.jit(device=True)
-    def helper():
-        ac.cluster_dims(2)
-
-    def k(out):
-        helper()
-        out[0] = 1
-
-    with pytest.raises(Exception, match="is called in device function"):
-        # the callee is compiled through compile_device: needs a device only
-        # for its compute capability, which compile_ptx does not set
-        try:
-            cuda.compile_ptx(k, (U32,), cc=(9, 0))
-        except Exception as e:
-            if "CUDA" in type(e).__name__ and "driver" in str(e).lower():
-                pytest.skip("compiling a @cuda.jit device callee needs a GPU here")
-            raise
-
-
 def test_cluster_dims_outside_a_kernel():
     import numba_asynccopy as ac
 

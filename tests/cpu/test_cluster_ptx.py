@@ -295,7 +295,7 @@ def checked_ptx(body, shared=""):
 
 
 @pytest.mark.parametrize("body,messages", [
-    ("ac.cp_async_bulk_cluster(sh, sh, 256, bar, n)",
+    ("ac.cp_async_bulk_cluster(sh[:n], sh[n:], 256, bar, n)",
      ["`remote_cta_id`=%d is outside the cluster", "`dst` is not a local shared-memory view",
       "`mbar` is not 8-byte aligned", "is not 16-byte aligned", "chunk counts differ",
       "is not a whole number of 256-byte chunks"]),
