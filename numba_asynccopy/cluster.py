@@ -20,7 +20,7 @@ from numba.cuda import cgutils
 from . import checked as _checked
 from ._compat import TypingError, intrinsic
 from ._forms import form
-from ._lowering import I1, I8, I16, I32, I64, as_i32, asm, generic_addr64, is_space, shared_addr32, trap_if
+from ._lowering import I8, I16, I32, I64, as_i32, asm, generic_addr64, is_space, shared_addr32, trap_if
 from ._regions import barrier_generic, check_barrier, check_runtime_scalar, literal_value
 
 # --- lowering helpers -----------------------------------------------------------

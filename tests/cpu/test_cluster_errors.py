@@ -125,7 +125,7 @@ def test_cluster_dims_in_device_function_is_an_error():
 def test_cluster_dims_outside_a_kernel():
     import numba_asynccopy as ac
 
-    with pytest.raises(Exception):
+    with pytest.raises(NotImplementedError, match="cluster_dims> is not usable in pure-python"):
         ac.cluster_dims(2)
 
 

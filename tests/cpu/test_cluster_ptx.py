@@ -63,20 +63,21 @@ def test_is_explicit_cluster():
     assembles(ptx)
 
 
-def test_sreg_types_are_int32():
+@pytest.mark.parametrize("api,expected", [
+    ("cluster_cta_rank", types.int32), ("cluster_num_ctas", types.int32),
+    ("cluster_cta_id", types.UniTuple(types.int32, 3)), ("cluster_dim", types.UniTuple(types.int32, 3)),
+    ("cluster_id", types.UniTuple(types.int32, 3)), ("num_clusters", types.UniTuple(types.int32, 3)),
+    ("is_explicit_cluster", types.boolean),
+])
+def test_sreg_return_types(api, expected):
     from numba import cuda
 
-    import numba_asynccopy as ac
-
-    def k(out):
-        r = ac.cluster_cta_rank()
-        t = ac.cluster_cta_id()
-        out[0] = r
-        out[1] = t[0]
-
-    ptx, resty = cuda.compile_ptx(k, (types.int32[::1],), cc=(9, 0), device=True)
-    # int32 like cuda.threadIdx: no widening to 64 bits before the store
-    assert "cvt.s64" not in ptx and "cvt.u64.u32" not in ptx
+    fn = kernel_from_source(f"""
+    def f():
+        return ac.{api}()
+    """, name="f")
+    _, resty = cuda.compile_ptx(fn, (), cc=(9, 0), device=True)
+    assert resty == expected  # int32 like cuda.threadIdx
 
 
 # --- the cluster barrier -------------------------------------------------------------
