@@ -11,6 +11,28 @@ from ._compat import patch_cache_key as _patch_cache_key
 from ._forms import FORMS, feature_table
 from .checked import checked_mode, is_checked, set_checked, wait_timeout_ns
 from .cp_async import commit_group, cp_async, createpolicy_fractional, wait_all, wait_group
+from .cluster import (
+    cluster_arrive,
+    cluster_cta_id,
+    cluster_cta_rank,
+    cluster_dim,
+    cluster_id,
+    cluster_num_ctas,
+    cluster_sync,
+    cluster_wait,
+    dsmem_atomic_add,
+    dsmem_load,
+    dsmem_store,
+    is_explicit_cluster,
+    map_shared_rank,
+    mbarrier_arrive_expect_tx_remote,
+    mbarrier_arrive_remote,
+    mbarrier_expect_tx_remote,
+    num_clusters,
+)
+from .cluster_copy import cp_async_bulk_cluster
+from .host import launch as _host_launch
+from .host.launch import ClusterLaunchError, cluster_dims, launch, max_active_clusters
 from .fence import elect_sync, fence_acq_rel_cluster, fence_mbarrier_init, fence_proxy_async
 from .mbarrier import (
     cp_async_mbarrier_arrive,
@@ -33,8 +55,10 @@ from .mbarrier import (
 )
 
 _patch_cache_key(_checked.cache_key)
+_host_launch.install()
 
 __all__ = [
+    "ClusterLaunchError",
     "FORMS",
     "cp_async_mbarrier_arrive",
     "elect_sync",
@@ -58,11 +82,32 @@ __all__ = [
     "mbarrier_wait",
     "mbarrier_wait_parity",
     "checked_mode",
+    "cluster_arrive",
+    "cluster_cta_id",
+    "cluster_cta_rank",
+    "cluster_dim",
+    "cluster_dims",
+    "cluster_id",
+    "cluster_num_ctas",
+    "cluster_sync",
+    "cluster_wait",
     "commit_group",
     "cp_async",
+    "cp_async_bulk_cluster",
     "createpolicy_fractional",
+    "dsmem_atomic_add",
+    "dsmem_load",
+    "dsmem_store",
     "feature_table",
     "is_checked",
+    "is_explicit_cluster",
+    "launch",
+    "map_shared_rank",
+    "max_active_clusters",
+    "mbarrier_arrive_expect_tx_remote",
+    "mbarrier_arrive_remote",
+    "mbarrier_expect_tx_remote",
+    "num_clusters",
     "set_checked",
     "wait_all",
     "wait_group",

@@ -187,8 +187,12 @@ def cta_chunks(builder, lead: View, chunk: int, tid, nthreads):
         yield lead.unravel(builder, k, chunk)
 
 
-def check_chunk_views(context, builder, api: str, views, chunk: int) -> None:
-    """Checked-mode rules for chunked views sharing one chunk walk."""
+def check_chunk_views(context, builder, api: str, views, chunk: int, align: int | None = None) -> None:
+    """Checked-mode rules for chunked views sharing one chunk walk.
+
+    Every chunk origin must be ``align``-byte aligned (default: ``chunk``).
+    """
+    align = chunk if align is None else align
     c = views[0].const
     for v in views:
         if v.ty.layout != "C":
@@ -204,11 +208,11 @@ def check_chunk_views(context, builder, api: str, views, chunk: int) -> None:
                 f"the last axis of `{v.name}` (%lld bytes) is not a whole number of "
                 f"{chunk}-byte chunks", [v.row_bytes(builder)])
         addr = generic_addr64(builder, v.data)
-        mis = builder.urem(addr, ir.Constant(I64, chunk))
+        mis = builder.urem(addr, ir.Constant(I64, align))
         for s in v.strides[:-1]:
-            mis = builder.or_(mis, builder.urem(s, c(chunk)))
+            mis = builder.or_(mis, builder.urem(s, c(align)))
         trap_if(context, builder, builder.icmp_unsigned("!=", mis, c(0)), api,
-                f"a chunk of `{v.name}` is not {chunk}-byte aligned (base %p)", [addr])
+                f"a chunk of `{v.name}` is not {align}-byte aligned (base %p)", [addr])
     first = views[0]
     for other in views[1:]:
         for axis, (a, b) in enumerate(zip(first.shape[:-1], other.shape[:-1])):

@@ -1,0 +1,1 @@
+"""Host-side helpers: cluster launch, large dynamic shared memory."""

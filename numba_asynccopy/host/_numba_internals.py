@@ -1,0 +1,134 @@
+"""Every numba-cuda 0.30 internal the host side relies on, in one place.
+
+numba-cuda has no cluster launch, never raises a kernel's dynamic shared
+memory limit above 48 KB, and cannot tell an intrinsic whether it is being
+lowered into a kernel or a device function.  The functions below reach into
+its private API for exactly those things; ``tests/cpu/test_cluster_host.py``
+checks that each internal they name still exists, so a numba-cuda upgrade
+that moves one fails loudly in CI.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from typing import Any, Callable, Sequence
+
+from numba.cuda import compiler as _compiler
+from numba.cuda import dispatcher as _dispatcher
+
+# --- kernel or device function? ---------------------------------------------
+
+# The three numba-cuda entry points that lower a Python function: a kernel
+# (``_Kernel.__init__``), ``cuda.compile``/``compile_ptx`` (kernel unless
+# ``device=True``) and a device function's compile.  The innermost one on
+# the Python stack owns the function being lowered.
+_KERNEL_INIT = inspect.unwrap(_dispatcher._Kernel.__init__).__code__
+_COMPILE = inspect.unwrap(_compiler.compile).__code__
+_COMPILE_DEVICE = inspect.unwrap(_dispatcher.CUDADispatcher.compile_device).__code__
+
+
+def compiling_kernel() -> bool | None:
+    """True when the function now being lowered is a kernel, False for a
+    device function, None when called outside numba-cuda's compilers."""
+    f = sys._getframe(1)
+    while f is not None:
+        code = f.f_code
+        if code is _COMPILE_DEVICE:
+            return False
+        if code is _KERNEL_INIT:
+            return True
+        if code is _COMPILE:
+            return not f.f_locals.get("device", True)
+        f = f.f_back
+    return None
+
+
+# --- compiled kernels ---------------------------------------------------------
+
+
+def kernel_for_args(dispatcher: Any, args: Sequence[Any]) -> Any:
+    """The compiled ``_Kernel`` a launch of ``dispatcher`` with ``args`` runs
+    (compiling it if needed), as ``Dispatcher.call`` picks it."""
+    if isinstance(dispatcher, _dispatcher._Kernel):
+        return dispatcher
+    if not isinstance(dispatcher, _dispatcher.CUDADispatcher):
+        raise TypeError(f"expected a @cuda.jit kernel, got {type(dispatcher).__name__}")
+    if dispatcher.targetoptions.get("device"):
+        raise TypeError(f"{dispatcher.py_func.__name__} is a device function, not a kernel")
+    if dispatcher.specialized:
+        return next(iter(dispatcher.overloads.values()))
+    return dispatcher._compile_for_args(*args)
+
+
+def cufunc_of(kernel: Any) -> Any:
+    """The loaded function (numba's ``CudaPythonFunction``) in the current context."""
+    return kernel._codelibrary.get_cufunc()
+
+
+def marshal_args(kernel: Any, args: Sequence[Any], stream: Any) -> tuple[list, list]:
+    """Kernel parameters as ``_Kernel.launch`` builds them, plus the
+    write-back callbacks for host arrays that were copied to the device."""
+    if len(args) != len(kernel.argument_types):
+        raise TypeError(
+            f"kernel takes {len(kernel.argument_types)} arguments, got {len(args)}"
+        )
+    retr: list = []
+    kernelargs: list = []
+    for ty, val in zip(kernel.argument_types, args):
+        kernel._prepare_args(ty, val, stream, retr, kernelargs)
+    return kernelargs, retr
+
+
+def core_stream(stream: Any) -> Any:
+    from numba.cuda.cudadrv import driver
+
+    return driver._to_core_stream(stream)
+
+
+def kernel_get_attribute(cufunc: Any, name: str) -> int:
+    from numba.cuda.cudadrv.driver import binding, driver
+
+    attr = getattr(binding.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{name}")
+    return int(driver.cuKernelGetAttribute(attr, cufunc.handle, cufunc.device.id))
+
+
+def kernel_set_attribute(cufunc: Any, name: str, value: int) -> None:
+    from numba.cuda.cudadrv.driver import binding, driver
+
+    attr = getattr(binding.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{name}")
+    driver.cuKernelSetAttribute(attr, int(value), cufunc.handle, cufunc.device.id)
+
+
+def device_attribute(cufunc: Any, name: str) -> int:
+    return int(getattr(cufunc.device, name))
+
+
+# --- the ordinary launch path -------------------------------------------------
+
+_original_launch: Callable | None = None
+
+
+def install_launch_hook(prepare: Callable[..., None]) -> None:
+    """Run ``prepare(kernel, griddim, blockdim, sharedmem)`` before every
+    ``kernel[grid, block, stream, sharedmem](...)`` launch.
+
+    ``prepare`` raises the kernel's attributes (dynamic shared memory,
+    non-portable cluster size) and rejects a grid that does not fit the
+    kernel's declared cluster shape, before the driver sees the launch.
+    """
+    global _original_launch
+    if _original_launch is not None:
+        return
+    _original_launch = original = _dispatcher._Kernel.launch
+
+    def launch(self, args, griddim, blockdim, stream=0, sharedmem=0):
+        prepare(self, griddim, blockdim, sharedmem)
+        return original(self, args, griddim, blockdim, stream, sharedmem)
+
+    launch.__wrapped__ = original
+    _dispatcher._Kernel.launch = launch
+
+
+def launch_hook_installed() -> bool:
+    return _dispatcher._Kernel.launch is not _original_launch and _original_launch is not None

@@ -1,0 +1,330 @@
+"""Cluster launches and dynamic shared memory above 48 KB.
+
+Two ways to run a kernel in thread-block clusters:
+
+- declared shape: call :func:`cluster_dims` in the kernel body; an ordinary
+  ``kernel[grid, block]`` launch then runs clustered (the shape is compiled
+  into the kernel as ``.reqnctapercluster``);
+- run-time shape: :func:`launch` with ``cluster=(x, y, z)``.
+
+Both count ``grid`` in blocks, as Numba does, and both check before the
+launch that the grid is a whole number of clusters.  Importing the package
+installs a small hook on numba-cuda's kernel launch so that the ordinary
+launch path also raises the kernel's dynamic shared memory limit (numba
+alone fails above 48 KB) and checks declared cluster shapes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence, Union
+
+from llvmlite import ir
+from numba.core import types
+
+from .._compat import TypingError, intrinsic
+from .._forms import form
+from .._regions import literal_value
+from . import _numba_internals as _nb
+
+Dim = Union[int, Sequence[int]]
+
+#: Without opting in, a block may use at most this much shared memory.
+DEFAULT_SHARED_LIMIT = 48 * 1024
+#: Largest portable cluster; larger ones need the non-portable attribute.
+PORTABLE_CLUSTER = 8
+#: Largest cluster any sm_90 device accepts (with ``non_portable=True``).
+MAX_CLUSTER = 16
+
+
+class ClusterLaunchError(ValueError):
+    """A launch configuration that the cluster rules forbid."""
+
+
+def dim3(value: Dim, name: str) -> tuple[int, int, int]:
+    """``value`` (an int or 1-3 ints) as an (x, y, z) triple of positive ints."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = (value,)
+    try:
+        if isinstance(value, (str, bytes)):
+            raise TypeError
+        dims = tuple(int(v) for v in value)
+    except (TypeError, ValueError):
+        raise ClusterLaunchError(f"`{name}` must be an int or a tuple of 1-3 ints, got {value!r}") from None
+    if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
+        raise ClusterLaunchError(f"`{name}` must be 1-3 positive ints, got {value!r}")
+    return dims + (1,) * (3 - len(dims))
+
+
+def check_cluster_shape(cluster: tuple[int, int, int], non_portable: bool, what: str) -> None:
+    size = cluster[0] * cluster[1] * cluster[2]
+    if size > MAX_CLUSTER:
+        raise ClusterLaunchError(
+            f"{what}: a cluster of {cluster} has {size} CTAs; the largest "
+            f"cluster is {MAX_CLUSTER} CTAs (with non_portable=True)"
+        )
+    if size > PORTABLE_CLUSTER and not non_portable:
+        raise ClusterLaunchError(
+            f"{what}: a cluster of {cluster} has {size} CTAs; more than "
+            f"{PORTABLE_CLUSTER} is a non-portable cluster size: pass non_portable=True"
+        )
+
+
+def check_grid(grid: tuple[int, int, int], cluster: tuple[int, int, int], what: str) -> None:
+    """The grid (in blocks) must be a whole number of clusters on every axis."""
+    bad = [a for a, (g, c) in zip("xyz", zip(grid, cluster)) if g % c]
+    if bad:
+        raise ClusterLaunchError(
+            f"{what}: grid {grid} (blocks) is not a multiple of the cluster shape "
+            f"{cluster} on axis {', '.join(bad)}"
+        )
+
+
+@dataclass
+class _KernelState:
+    declared: tuple[int, int, int] | None
+    non_portable: bool = False
+    max_dynamic_shared: int = 0
+
+
+def _state(kernel: Any, cufunc: Any) -> _KernelState:
+    per_device = kernel.__dict__.setdefault("_asynccopy_launch", {})
+    st = per_device.get(cufunc.device.id)
+    if st is None:
+        st = _KernelState(declared=declared_cluster_dims(cufunc))
+        per_device[cufunc.device.id] = st
+    return st
+
+
+def declared_cluster_dims(cufunc: Any) -> tuple[int, int, int] | None:
+    """The cluster shape compiled into the kernel (``cluster_dims``), or None."""
+    try:
+        dims = tuple(
+            _nb.kernel_get_attribute(cufunc, f"REQUIRED_CLUSTER_{n}")
+            for n in ("WIDTH", "HEIGHT", "DEPTH")
+        )
+    except Exception:  # devices/drivers without clusters have no such attribute
+        return None
+    return dims if all(dims) else None
+
+
+def _prepare(kernel: Any, griddim: Dim, blockdim: Dim, sharedmem: int,
+             cluster: tuple[int, int, int] | None = None, non_portable: bool = False,
+             what: str = "launch", check_grid_dims: bool = True) -> tuple[Any, _KernelState, tuple | None]:
+    """Checks and kernel attributes every launch path needs; returns
+    (cufunc, state, the cluster shape the launch runs with)."""
+    cufunc = _nb.cufunc_of(kernel)
+    st = _state(kernel, cufunc)
+    shape = cluster
+    if st.declared is not None:
+        if cluster is not None and cluster != st.declared:
+            raise ClusterLaunchError(
+                f"{what}: the kernel declares cluster_dims{st.declared}; "
+                f"cluster={cluster} contradicts it"
+            )
+        shape = st.declared
+        non_portable = True  # the kernel asked for its shape at compile time
+    if shape is not None:
+        check_cluster_shape(shape, non_portable, what)
+        if check_grid_dims:
+            check_grid(dim3(griddim, "grid"), shape, what)
+        if shape[0] * shape[1] * shape[2] > PORTABLE_CLUSTER and not st.non_portable:
+            _nb.kernel_set_attribute(cufunc, "NON_PORTABLE_CLUSTER_SIZE_ALLOWED", 1)
+            st.non_portable = True
+    _raise_shared_limit(cufunc, st, int(sharedmem), what)
+    return cufunc, st, shape
+
+
+def _raise_shared_limit(cufunc: Any, st: _KernelState, dynamic: int, what: str) -> None:
+    if dynamic < 0:
+        raise ClusterLaunchError(f"{what}: shared_mem must be >= 0, got {dynamic}")
+    static = cufunc.attrs.shared
+    if static + dynamic <= DEFAULT_SHARED_LIMIT or dynamic <= st.max_dynamic_shared:
+        return
+    optin = _nb.device_attribute(cufunc, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
+    if static + dynamic > optin:
+        raise ClusterLaunchError(
+            f"{what}: {dynamic} bytes of dynamic shared memory plus the kernel's "
+            f"{static} bytes of static shared memory exceed the device's "
+            f"per-block opt-in limit of {optin} bytes"
+        )
+    _nb.kernel_set_attribute(cufunc, "MAX_DYNAMIC_SHARED_SIZE_BYTES", dynamic)
+    st.max_dynamic_shared = dynamic
+
+
+def _launch_hook(kernel: Any, griddim: Dim, blockdim: Dim, sharedmem: int) -> None:
+    _prepare(kernel, griddim, blockdim, sharedmem, what=f"{kernel.entry_name}[grid, block]")
+
+
+def install() -> None:
+    """Install the ordinary-launch hook (done when the package is imported)."""
+    _nb.install_launch_hook(_launch_hook)
+
+
+def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
+           cluster: Dim | None = None, shared_mem: int = 0, stream: Any = 0,
+           non_portable: bool = False) -> None:
+    """Launch ``kernel`` with a run-time cluster shape and/or large shared memory.
+
+    - ``grid``, ``block``: as in ``kernel[grid, block]``; ``grid`` counts
+      blocks and must be a multiple of ``cluster`` on every axis.
+    - ``args``: the kernel's arguments (a tuple), marshalled as Numba does
+      (host arrays are copied in and back).
+    - ``cluster``: int or (x, y, z) CTAs per cluster; at most 8 CTAs, or 16
+      with ``non_portable=True``.  Leave it out for a kernel that declares
+      :func:`cluster_dims` (or give the same shape).
+    - ``shared_mem``: dynamic shared memory per block in bytes, up to the
+      device's opt-in limit (227 KB on sm_90) minus the kernel's static
+      shared memory; the kernel's limit is raised as needed.
+    - ``stream``: a Numba stream or 0.
+
+    Errors (:class:`ClusterLaunchError`, a ``ValueError``) are raised before
+    the driver sees the launch.
+
+    Example::
+
+        @cuda.jit
+        def ring(out):
+            sh = cuda.shared.array(1, np.int32)
+            sh[0] = ac.cluster_cta_rank()
+            ac.cluster_sync()
+            nxt = (ac.cluster_cta_rank() + 1) % ac.cluster_num_ctas()
+            out[cuda.blockIdx.x] = ac.dsmem_load(sh, nxt, 0)
+            ac.cluster_sync()
+
+        out = cuda.device_array(8, np.int32)
+        ac.launch(ring, grid=8, block=32, args=(out,), cluster=4)
+    """
+    from cuda.core import LaunchConfig
+    from cuda.core import launch as core_launch
+
+    what = "ac.launch"
+    grid3, block3 = dim3(grid, "grid"), dim3(block, "block")
+    cl = dim3(cluster, "cluster") if cluster is not None else None
+    if cl is not None:
+        check_cluster_shape(cl, non_portable, what)
+        check_grid(grid3, cl, what)
+    args = tuple(args)
+    k = _nb.kernel_for_args(kernel, args)
+    if k.debug or k.cooperative:
+        raise ClusterLaunchError(
+            f"{what}: kernels compiled with debug=True or using grid sync are not "
+            "supported; launch them with kernel[grid, block]"
+        )
+    cufunc, st, shape = _prepare(k, grid3, block3, shared_mem, cl, non_portable, what)
+    s = _nb.core_stream(stream)
+    kernelargs, retr = _nb.marshal_args(k, args, s)
+    if shape is not None and st.declared is None:
+        # cuda.core counts the grid in clusters when a cluster is given
+        clusters = tuple(g // c for g, c in zip(grid3, shape))
+        config = LaunchConfig(grid=clusters, cluster=shape, block=block3, shmem_size=int(shared_mem))
+    else:
+        # a declared shape is part of the kernel; the driver clusters the blocks
+        config = LaunchConfig(grid=grid3, block=block3, shmem_size=int(shared_mem))
+    core_launch(s, config, cufunc.kernel, *kernelargs)
+    for writeback in retr:
+        writeback()
+
+
+def max_active_clusters(kernel: Any, block: Dim, cluster: Dim | None = None, *,
+                        args: Sequence[Any] = (), shared_mem: int = 0,
+                        non_portable: bool = False, stream: Any = 0) -> int:
+    """How many clusters of shape ``cluster`` can be resident at once.
+
+    ``kernel`` is a ``@cuda.jit`` kernel: give ``args`` (values, as for a
+    launch) unless it was compiled with an explicit signature.  ``cluster``
+    defaults to the kernel's declared :func:`cluster_dims`.
+
+    Example::
+
+        n = ac.max_active_clusters(ring, block=128, cluster=(2, 1, 1),
+                                   args=(out,), shared_mem=64 * 1024)
+    """
+    from cuda.core import LaunchConfig
+
+    what = "ac.max_active_clusters"
+    block3 = dim3(block, "block")
+    cl = dim3(cluster, "cluster") if cluster is not None else None
+    k = _nb.kernel_for_args(kernel, tuple(args))
+    cufunc, st, shape = _prepare(k, (1, 1, 1), block3, shared_mem, cl, non_portable, what,
+                                 check_grid_dims=False)
+    if shape is None:
+        raise ClusterLaunchError(f"{what}: give `cluster` (the kernel declares no cluster_dims)")
+    config = LaunchConfig(grid=(1, 1, 1), cluster=shape, block=block3, shmem_size=int(shared_mem))
+    return int(cufunc.kernel.occupancy.max_active_clusters(config, stream=_nb.core_stream(stream)))
+
+
+# --- compile-time cluster shape -----------------------------------------------
+
+
+def validate_cluster_dims(x, y, z, non_portable) -> tuple[int, int, int]:
+    api = "cluster_dims"
+    form("cluster_dims").require_sm()
+    dims = tuple(literal_value(t, api, n) for t, n in ((x, "x"), (y, "y"), (z, "z")))
+    for n, d in zip("xyz", dims):
+        if d < 1:
+            raise TypingError(f"{api}: `{n}` must be >= 1, got {d}")
+    np_ = literal_value(non_portable, api, "non_portable", kind=bool)
+    if not isinstance(np_, bool):
+        raise TypingError(f"{api}: `non_portable` must be True or False, got {np_!r}")
+    try:
+        check_cluster_shape(dims, bool(np_), api)
+    except ClusterLaunchError as e:
+        raise TypingError(str(e)) from None
+    return dims
+
+
+def annotate_cluster_dims(function: ir.Function, dims: tuple[int, int, int]) -> None:
+    """Add ``cluster_dim_x/y/z`` to ``nvvm.annotations`` for ``function``:
+    NVVM then emits ``.explicitcluster`` and ``.reqnctapercluster``."""
+    done = getattr(function, "_asynccopy_cluster_dims", None)
+    if done is not None:
+        if done != dims:
+            raise TypingError(
+                f"cluster_dims: the kernel declares two cluster shapes, {done} and {dims}"
+            )
+        return
+    module = function.module
+    nmd = module.get_named_metadata("nvvm.annotations") if "nvvm.annotations" in module.namedmetadata \
+        else module.add_named_metadata("nvvm.annotations")
+    for axis, d in zip("xyz", dims):
+        nmd.add(module.add_metadata(
+            (function, ir.MetaDataString(module, f"cluster_dim_{axis}"), ir.Constant(ir.IntType(32), d))))
+    function._asynccopy_cluster_dims = dims
+
+
+@intrinsic
+def cluster_dims(typingctx, x, y=1, z=1, *, non_portable=False):
+    """Declare the kernel's cluster shape: (x, y, z) CTAs per cluster.
+
+    Call it once in the kernel body with constants.  The shape is compiled
+    into the kernel (PTX ``.explicitcluster`` and ``.reqnctapercluster``,
+    sm_90, PTX ISA 7.8), so an ordinary ``kernel[grid, block]`` launch runs
+    clustered; the grid (in blocks) must be a multiple of the shape, which
+    is checked before the launch.  More than 8 CTAs needs
+    ``non_portable=True`` (16 at most).  Calling it in a device function is
+    a compile error: the shape belongs to the kernel.
+
+    Example::
+
+        @cuda.jit
+        def pairs(out):
+            ac.cluster_dims(2)
+            out[cuda.blockIdx.x] = ac.cluster_cta_rank()
+
+        pairs[8, 32](out)          # four clusters of two CTAs
+    """
+    dims = validate_cluster_dims(x, y, z, non_portable)
+
+    def codegen(context, builder, sig, args):
+        where = _nb.compiling_kernel()
+        if where is False:
+            raise TypingError(
+                f"cluster_dims{dims} is called in device function "
+                f"`{builder.function.name}`; the cluster shape belongs to the kernel: "
+                "call cluster_dims in the kernel body"
+            )
+        annotate_cluster_dims(builder.function, dims)
+        return context.get_dummy_value()
+
+    return types.void(x, y, z, non_portable), codegen
