@@ -1,0 +1,1 @@
+"""Host-side helpers: tensor maps (and, merged from other branches, launches)."""
