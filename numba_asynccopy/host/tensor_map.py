@@ -84,7 +84,8 @@ class TensorMapSpec:
 
 
 def _fail(field: str, rule: str) -> None:
-    raise ValueError(f"TensorMap: `{field}` {rule}")
+    sep = "" if rule[:1] in ("=", "[") else " "
+    raise ValueError(f"TensorMap: `{field}`{sep}{rule}")
 
 
 def _int_tuple(field: str, value: Any, rank: int) -> tuple[int, ...]:
