@@ -25,10 +25,10 @@ from ._lowering import I32, I64, generic_addr64, shared_addr32, trap_if
 
 def literal_value(ty, api: str, name: str, *, allowed=None, kind=int, required=True):
     """Value of a compile-time constant argument, or a TypingError naming it."""
-    if isinstance(ty, types.Omitted):
-        val = ty.value
-    elif isinstance(ty, types.NoneType):
+    if ty is None or isinstance(ty, types.NoneType):
         val = None
+    elif isinstance(ty, types.Omitted):
+        val = ty.value
     elif isinstance(ty, types.Literal):
         val = ty.literal_value
     else:

@@ -118,18 +118,13 @@ def whole_or_rows(api: str, a_name: str, a, b_name: str, b) -> bool:
     return False
 
 
-class ConstantRangeError(ValueError):
-    """A compile-time constant argument outside its range."""
-
-
 def check_mask(api: str, ty) -> bool:
     """multicast_mask: absent, or a 16-bit CTA mask (literal range checked)."""
     if is_absent(ty):
         return False
     check_runtime_scalar(ty, api, "multicast_mask")
     if isinstance(ty, types.IntegerLiteral) and not 0 < ty.literal_value < 1 << 16:
-        # not a TypingError: Numba would retry with the literal erased and accept it
-        raise ConstantRangeError(
+        raise TypingError(
             f"{api}: multicast_mask={ty.literal_value} is outside 1..0xFFFF "
             "(one bit per CTA rank of the cluster, at most 16)"
         )

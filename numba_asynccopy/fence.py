@@ -1,0 +1,107 @@
+"""Fences (proxy, mbarrier-init, cluster acq_rel) and warp election."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba.core import types
+
+from ._compat import intrinsic
+from ._forms import form
+from ._lowering import I32, as_i32, asm
+from ._regions import check_runtime_scalar, literal_value
+
+PROXY_SPACES = ("global", "shared::cta", "shared::cluster")
+
+
+@intrinsic
+def fence_proxy_async(typingctx, space=None):
+    """Order this thread's generic-proxy accesses before later async-proxy
+    ones (bulk copies, TMA) on ``space`` (None: all state spaces).
+
+    PTX: ``fence.proxy.async{.global,.shared::cta,.shared::cluster};`` (sm_90).
+
+    Example::
+
+        sh[tid] = x                     # ordinary store to shared memory
+        ac.fence_proxy_async("shared::cta")
+        # ... then a bulk copy reads sh
+    """
+    f = form("fence.proxy.async")
+    f.require_sm()
+    sp = literal_value(space, "fence_proxy_async", "space", kind=str, allowed=PROXY_SPACES,
+                       required=False)
+    text = f.opcode.format(space=f".{sp}" if sp else "") + ";"
+
+    def codegen(context, builder, sig, args):
+        asm(builder, text, "")
+        return context.get_dummy_value()
+
+    return types.void(space), codegen
+
+
+@intrinsic
+def fence_mbarrier_init(typingctx):
+    """Make prior ``mbarrier_init`` visible to the cluster (release.cluster).
+
+    PTX: ``fence.mbarrier_init.release.cluster;`` (sm_90).  Follow it with a
+    cluster barrier before other CTAs touch the barrier.
+
+    Example::
+
+        if cuda.threadIdx.x == 0:
+            ac.mbarrier_init(bars[0:], 1)
+            ac.fence_mbarrier_init()
+    """
+    f = form("fence.mbarrier_init")
+    f.require_sm()
+
+    def codegen(context, builder, sig, args):
+        asm(builder, f.opcode + ";", "")
+        return context.get_dummy_value()
+
+    return types.void(), codegen
+
+
+@intrinsic
+def fence_acq_rel_cluster(typingctx):
+    """Acquire-release fence at cluster scope.
+
+    PTX: ``fence.acq_rel.cluster;`` (sm_90).
+
+    Example::
+
+        ac.fence_acq_rel_cluster()
+    """
+    f = form("fence.acq_rel.cluster")
+    f.require_sm()
+
+    def codegen(context, builder, sig, args):
+        asm(builder, f.opcode + ";", "")
+        return context.get_dummy_value()
+
+    return types.void(), codegen
+
+
+@intrinsic
+def elect_sync(typingctx, mask=0xFFFFFFFF):
+    """Elect one lane among the active lanes of ``mask``; True in that lane.
+
+    PTX: ``elect.sync _|p, membermask;`` (sm_90, PTX ISA 8.0).  Every lane in
+    ``mask`` must execute it.
+
+    Example::
+
+        if ac.elect_sync():
+            ac.mbarrier_arrive_expect_tx(bars[0:], 256)
+    """
+    f = form("elect.sync")
+    f.require_sm()
+    check_runtime_scalar(mask, "elect_sync", "mask")
+
+    def codegen(context, builder, sig, args):
+        m = as_i32(context, builder, args[0], sig.args[0])
+        r = asm(builder, f"{{ .reg .pred p; {f.opcode} _|p, $1; selp.u32 $0, 1, 0, p; }}",
+                "=r,r", [m], ret=I32)
+        return builder.icmp_unsigned("!=", r, ir.Constant(I32, 0))
+
+    return types.boolean(mask), codegen
