@@ -45,7 +45,6 @@ from ._regions import (
     check_chunk_views,
     check_runtime_scalar,
     is_absent,
-    itemsize,
     literal_value,
 )
 

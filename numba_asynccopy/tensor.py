@@ -28,7 +28,7 @@ from numba.core import types
 from . import checked as _checked
 from ._compat import TypingError, intrinsic
 from ._forms import form
-from ._lowering import I32, I64, as_i64, asm, generic_addr64, shared_addr32, trap_if
+from ._lowering import I64, as_i64, asm, generic_addr64, shared_addr32, trap_if
 from ._regions import View, barrier_addr32, check_barrier, literal_value
 from .bulk import (
     TENSOR_REDUCE_TYPES,
