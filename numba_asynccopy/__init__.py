@@ -53,12 +53,40 @@ from .mbarrier import (
     mbarrier_wait,
     mbarrier_wait_parity,
 )
+from .bulk import (
+    bulk_commit_group,
+    bulk_wait_group,
+    cp_async_bulk_g2s,
+    cp_async_bulk_prefetch_l2,
+    cp_async_bulk_s2g,
+    cp_reduce_async_bulk_s2g,
+)
+from .host.tensor_map import TensorMap
+from .tensor import (
+    cp_async_bulk_tensor_load,
+    cp_async_bulk_tensor_store,
+    cp_reduce_async_bulk_tensor,
+    fence_proxy_tensormap,
+    prefetch_tensormap,
+)
 
 _patch_cache_key(_checked.cache_key)
 _host_launch.install()
 
 __all__ = [
     "ClusterLaunchError",
+    "bulk_commit_group",
+    "bulk_wait_group",
+    "cp_async_bulk_g2s",
+    "cp_async_bulk_prefetch_l2",
+    "cp_async_bulk_s2g",
+    "cp_reduce_async_bulk_s2g",
+    "TensorMap",
+    "cp_async_bulk_tensor_load",
+    "cp_async_bulk_tensor_store",
+    "cp_reduce_async_bulk_tensor",
+    "fence_proxy_tensormap",
+    "prefetch_tensormap",
     "FORMS",
     "cp_async_mbarrier_arrive",
     "elect_sync",

@@ -1,1 +1,1 @@
-"""Host-side helpers: cluster launch, large dynamic shared memory."""
+"""Host-side helpers: cluster launch, large dynamic shared memory, tensor maps."""

@@ -1,0 +1,347 @@
+"""``TensorMap``: a TMA tensor map built on the host, passed to kernels.
+
+Everything ``cuTensorMapEncodeTiled`` documents is validated here in pure
+Python first (:func:`describe`), so a bad map is a ``ValueError`` naming the
+field and the rule rather than a bare ``CUDA_ERROR_INVALID_VALUE``.
+
+Axis order: ``box``, ``element_strides`` and the kernels' ``coords`` follow
+the array's own axis order (numpy order, last axis fastest), like
+``array[c0:c0 + box[0], c1:c1 + box[1]]``.  The driver and PTX list them
+innermost first; the reversal happens here and in the kernel lowering.
+
+The map lives in device memory: a 32-word uint64 buffer holding the
+128-byte map (words 0..15) followed by metadata that checked mode reads
+(words 16..): a magic word, rank, element size, required shared-memory
+alignment, bytes per box, data-type code and the box.  A ``TensorMap``
+exposes that buffer's ``__cuda_array_interface__``, so a kernel receives
+it as an ordinary ``uint64[::1]`` array argument; it keeps the described
+tensor alive.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+MAP_WORDS = 16  # the 128-byte CUtensorMap
+BUFFER_WORDS = 32
+MAGIC = 0x414D54434E594341  # "ACYNCTMA" little-endian: marks a TensorMap buffer
+W_MAGIC, W_RANK, W_ITEMSIZE, W_SMEM_ALIGN, W_BOX_BYTES, W_DTYPE, W_BOX = 16, 17, 18, 19, 20, 21, 22
+
+# CUtensorMapDataType values (cuda.h ABI).
+DTYPE_CODES = {
+    "uint8": 0, "int8": 0, "bool": 0,  # TMA has no signed 8-bit type: a bit copy
+    "uint16": 1, "int16": 1,
+    "uint32": 2, "int32": 3,
+    "uint64": 4, "int64": 5,
+    "float16": 6, "float32": 7, "float64": 8, "bfloat16": 9,
+}
+FLOAT_CODES = (6, 7, 8, 9)
+SWIZZLE_CODES = {None: 0, 32: 1, 64: 2, 128: 3}
+INTERLEAVE_CODES = {None: 0, 16: 1, 32: 2}
+L2_CODES = {None: 0, 64: 1, 128: 2, 256: 3}
+OOB_CODES = {"zero": 0, "nan": 1}  # "nan": CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
+
+
+@dataclass(frozen=True)
+class TensorMapSpec:
+    """The validated description, in both axis orders."""
+
+    dtype: str
+    dtype_code: int
+    itemsize: int
+    rank: int
+    address: int
+    shape: tuple[int, ...]  # numpy order
+    box: tuple[int, ...]  # numpy order
+    element_strides: tuple[int, ...]  # numpy order
+    global_dim: tuple[int, ...]  # driver order (innermost first)
+    global_strides: tuple[int, ...]  # driver order, bytes, rank - 1 of them
+    box_dim: tuple[int, ...]  # driver order
+    element_strides_dim: tuple[int, ...]  # driver order
+    swizzle: int | None
+    interleave: int | None
+    l2_promotion: int | None
+    oob_fill: str
+    box_bytes: int  # bytes one copy moves (per CTA)
+    smem_alignment: int  # required alignment of the shared tile
+
+    def metadata(self) -> list[int]:
+        """Words 16..31 of the device buffer."""
+        words = [0] * (BUFFER_WORDS - MAP_WORDS)
+        words[W_MAGIC - 16] = MAGIC
+        words[W_RANK - 16] = self.rank
+        words[W_ITEMSIZE - 16] = self.itemsize
+        words[W_SMEM_ALIGN - 16] = self.smem_alignment
+        words[W_BOX_BYTES - 16] = self.box_bytes
+        words[W_DTYPE - 16] = self.dtype_code
+        for i, b in enumerate(self.box):
+            words[W_BOX - 16 + i] = b
+        return words
+
+
+def _fail(field: str, rule: str) -> None:
+    sep = "" if rule[:1] in ("=", "[") else " "
+    raise ValueError(f"TensorMap: `{field}`{sep}{rule}")
+
+
+def _int_tuple(field: str, value: Any, rank: int) -> tuple[int, ...]:
+    try:
+        vals = tuple(value)
+    except TypeError:
+        _fail(field, f"must be a sequence of {rank} ints (one per array axis), got {value!r}")
+    if len(vals) != rank:
+        _fail(field, f"has {len(vals)} entries; the array has {rank} axes, one entry per axis")
+    out = []
+    for v in vals:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            _fail(field, f"must hold ints, got {v!r}")
+        out.append(int(v))
+    return tuple(out)
+
+
+def _dtype_name(typestr: str, override: str | None) -> tuple[str, int]:
+    dt = np.dtype(typestr)
+    if override is not None:
+        if override != "bfloat16":
+            _fail("dtype", f"={override!r} is not supported; only 'bfloat16' (for 16-bit "
+                  "integer storage holding bfloat16 bits) may override the array's dtype")
+        if dt.itemsize != 2:
+            _fail("dtype", f"='bfloat16' needs 2-byte elements; the array holds {dt} ({dt.itemsize} bytes)")
+        return "bfloat16", 2
+    if dt.byteorder == ">":
+        _fail("array", f"is big-endian ({typestr}); TMA moves little-endian elements")
+    name = dt.name
+    if name not in DTYPE_CODES:
+        _fail("array", f"has dtype {name}, which TMA cannot describe; supported: "
+              + ", ".join(sorted(DTYPE_CODES)))
+    return name, dt.itemsize
+
+
+def describe(interface: dict, box: Sequence[int], *, swizzle: int | None = None,
+             interleave: int | None = None, l2_promotion: int | None = None,
+             oob_fill: str = "zero", element_strides: Sequence[int] | None = None,
+             dtype: str | None = None) -> TensorMapSpec:
+    """Validate a ``__cuda_array_interface__`` dict and the tiling options.
+
+    Pure Python (no GPU needed): every rule of ``cuTensorMapEncodeTiled``,
+    each failure a ``ValueError`` naming the field and the rule.
+    """
+    if not isinstance(interface, dict) or "shape" not in interface or "data" not in interface:
+        raise TypeError("TensorMap: `array` must expose __cuda_array_interface__ "
+                        "(a Numba device array, CuPy array or PyTorch CUDA tensor)")
+    if interface.get("mask") is not None:
+        _fail("array", "has a mask; TMA cannot skip masked elements")
+    shape = tuple(int(s) for s in interface["shape"])
+    rank = len(shape)
+    if not 1 <= rank <= 5:
+        _fail("array", f"has {rank} axes; a tensor map describes 1 to 5")
+    name, isz = _dtype_name(interface["typestr"], dtype)
+    address = int(interface["data"][0])
+
+    if interleave not in INTERLEAVE_CODES:
+        _fail("interleave", f"={interleave!r} is not supported; use None, 16 or 32 (bytes)")
+    if swizzle not in SWIZZLE_CODES:
+        _fail("swizzle", f"={swizzle!r} is not supported; use None, 32, 64 or 128 (bytes)")
+    if l2_promotion not in L2_CODES:
+        _fail("l2_promotion", f"={l2_promotion!r} is not supported; use None, 64, 128 or 256 (bytes)")
+    if oob_fill not in OOB_CODES:
+        _fail("oob_fill", f"={oob_fill!r} is not supported; use 'zero' or 'nan'")
+    if oob_fill == "nan" and DTYPE_CODES[name] not in FLOAT_CODES:
+        _fail("oob_fill", f"='nan' needs a floating-point tensor; this one holds {name}")
+    if interleave is not None and rank < 3:
+        _fail("interleave", f"={interleave} needs a tensor of rank >= 3; this one has rank {rank}")
+    if interleave == 32 and swizzle != 32:
+        _fail("swizzle", f"={swizzle!r}: interleave=32 requires swizzle=32")
+
+    base_align = 32 if interleave == 32 else 16
+    if address % base_align:
+        _fail("array", f"data address 0x{address:x} is not {base_align}-byte aligned")
+    for axis, n in enumerate(shape):
+        if not 1 <= n <= 1 << 32:
+            _fail("array", f"axis {axis} has extent {n}; each extent must be in 1..2**32")
+
+    strides = interface.get("strides")
+    if strides is None:  # C-contiguous
+        strides = [isz] * rank
+        for i in range(rank - 2, -1, -1):
+            strides[i] = strides[i + 1] * shape[i + 1]
+    strides = tuple(int(s) for s in strides)
+    if strides[-1] != isz and shape[-1] > 1:
+        _fail("array", f"last axis has stride {strides[-1]} bytes; TMA needs it contiguous "
+              f"(stride = itemsize {isz})")
+    stride_align = 32 if interleave == 32 else 16
+    for axis in range(rank - 1):
+        s = strides[axis]
+        if s <= 0 or s % stride_align or s >= 1 << 40:
+            _fail("array", f"axis {axis} has stride {s} bytes; strides of all but the last axis "
+                  f"must be positive multiples of {stride_align} below 2**40")
+
+    box_t = _int_tuple("box", box, rank)
+    for axis, b in enumerate(box_t):
+        if not 1 <= b <= 256:
+            _fail("box", f"[{axis}]={b} is outside 1..256")
+    inner = box_t[-1] * isz
+    if interleave is None and inner % 16:
+        _fail("box", f"[-1]={box_t[-1]} spans {inner} bytes; the innermost box extent must "
+              "span a multiple of 16 bytes")
+    if interleave is None and swizzle is not None and inner > swizzle:
+        _fail("box", f"[-1]={box_t[-1]} spans {inner} bytes, more than the {swizzle}-byte "
+              f"swizzle span (swizzle={swizzle} requires at most {swizzle // isz} elements)")
+
+    if element_strides is None:
+        es = (1,) * rank
+    else:
+        es = _int_tuple("element_strides", element_strides, rank)
+    for axis, e in enumerate(es):
+        if not 1 <= e <= 8:
+            _fail("element_strides", f"[{axis}]={e} is outside 1..8")
+    if interleave is None and es[-1] != 1:
+        _fail("element_strides", f"[-1]={es[-1]}: TMA ignores the innermost element stride "
+              "without interleave, so it must be 1")
+
+    counts = [math.ceil(b / e) for b, e in zip(box_t, es)]
+    box_bytes = math.prod(counts) * isz
+    smem_alignment = 128 if swizzle is None else 8 * swizzle  # the swizzle pattern's repeat
+
+    return TensorMapSpec(
+        dtype=name, dtype_code=DTYPE_CODES[name], itemsize=isz, rank=rank, address=address,
+        shape=shape, box=box_t, element_strides=es,
+        global_dim=tuple(reversed(shape)),
+        global_strides=tuple(reversed(strides[:-1])),
+        box_dim=tuple(reversed(box_t)),
+        element_strides_dim=tuple(reversed(es)),
+        swizzle=swizzle, interleave=interleave, l2_promotion=l2_promotion, oob_fill=oob_fill,
+        box_bytes=box_bytes, smem_alignment=smem_alignment,
+    )
+
+
+def driver_args(spec: TensorMapSpec) -> tuple:
+    """The positional arguments of ``cuda.bindings.driver.cuTensorMapEncodeTiled``."""
+    from cuda.bindings import driver
+
+    u64, u32 = driver.cuuint64_t, driver.cuuint32_t
+    return (
+        driver.CUtensorMapDataType(spec.dtype_code),
+        spec.rank,
+        spec.address,
+        [u64(d) for d in spec.global_dim],
+        [u64(s) for s in spec.global_strides],
+        [u32(b) for b in spec.box_dim],
+        [u32(e) for e in spec.element_strides_dim],
+        driver.CUtensorMapInterleave(INTERLEAVE_CODES[spec.interleave]),
+        driver.CUtensorMapSwizzle(SWIZZLE_CODES[spec.swizzle]),
+        driver.CUtensorMapL2promotion(L2_CODES[spec.l2_promotion]),
+        driver.CUtensorMapFloatOOBfill(OOB_CODES[spec.oob_fill]),
+    )
+
+
+def encode(spec: TensorMapSpec) -> list[int]:
+    """The 16 words of the map, from the driver (needs a CUDA context)."""
+    from cuda.bindings import driver
+
+    err, tmap = driver.cuTensorMapEncodeTiled(*driver_args(spec))
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"TensorMap: cuTensorMapEncodeTiled failed with {err!r} for {spec}")
+    words = [int(w) for w in tmap.opaque]
+    if len(words) != MAP_WORDS:
+        raise RuntimeError(f"TensorMap: expected a {MAP_WORDS}-word map, got {len(words)} words")
+    return words
+
+
+class TensorMap:
+    """A tiled TMA tensor map over a device tensor, for ``ac.cp_async_bulk_tensor_*``.
+
+    ``TensorMap(array, box, *, swizzle=None, interleave=None,
+    l2_promotion=None, oob_fill="zero", element_strides=None, dtype=None)``
+
+    - ``array``: any object exposing ``__cuda_array_interface__`` (Numba
+      device array, CuPy array, PyTorch CUDA tensor): rank 1..5, last axis
+      contiguous, 16-byte aligned data, other strides multiples of 16 bytes.
+    - ``box``: the tile one copy moves, in the array's axis order; each
+      extent 1..256, the last one spanning a multiple of 16 bytes (and at
+      most the swizzle span when swizzled).
+    - ``swizzle``: None, 32, 64 or 128 (bytes): shared-memory layout where
+      16-byte unit ``u`` of byte offset ``o`` is stored at unit
+      ``u ^ ((o >> 7) & (swizzle // 16 - 1))`` (the pattern repeats every
+      ``8 * swizzle`` bytes).
+    - ``interleave`` (None, 16, 32), ``l2_promotion`` (None, 64, 128, 256
+      bytes), ``oob_fill`` ("zero", or "nan" for float tensors: out-of-bounds
+      elements of a box read as zero / NaN), ``element_strides`` (1..8 per
+      axis, the last one 1), ``dtype="bfloat16"`` to describe 16-bit integer
+      storage as bfloat16.
+
+    Shared-memory tiles for this map must be ``tmap.smem_alignment``-byte
+    aligned (128; 256/512/1024 for 32/64/128-byte swizzle): allocate them
+    with ``cuda.shared.array(shape, dtype, alignment=tmap.smem_alignment)``
+    (a literal in the kernel).  Checked mode traps when they are not.
+
+    The map is built once on the host; pass the object itself to kernels
+    (it is a 1-D uint64 device array there).  It keeps ``array`` alive.
+
+    Example::
+
+        A = cuda.to_device(np.random.rand(1000, 300).astype(np.float32))
+        tmap = ac.TensorMap(A, (64, 32))     # 64 rows x 32 columns per copy
+
+        @cuda.jit
+        def k(tmap, out):
+            tile = cuda.shared.array((64, 32), np.float32, alignment=128)
+            bar = cuda.shared.array(1, np.uint64)
+            if cuda.threadIdx.x == 0:
+                ac.mbarrier_init(bar, 1)
+                ac.fence_proxy_async("shared::cta")
+                ac.mbarrier_arrive_expect_tx(bar, 64 * 32 * 4)
+                ac.cp_async_bulk_tensor_load(tile, tmap, (64, 0), bar)  # rows 64..127
+            cuda.syncthreads()
+            ac.mbarrier_wait_parity(bar, 0)
+            ...
+
+        k[1, 128](tmap, out)
+    """
+
+    def __init__(self, array: Any, box: Sequence[int], *, swizzle: int | None = None,
+                 interleave: int | None = None, l2_promotion: int | None = None,
+                 oob_fill: str = "zero", element_strides: Sequence[int] | None = None,
+                 dtype: str | None = None) -> None:
+        interface = getattr(array, "__cuda_array_interface__", None)
+        if interface is None:
+            raise TypeError(
+                f"TensorMap: `array` must expose __cuda_array_interface__ (a Numba device "
+                f"array, CuPy array or PyTorch CUDA tensor), got {type(array).__name__}"
+            )
+        self.spec = describe(interface, box, swizzle=swizzle, interleave=interleave,
+                             l2_promotion=l2_promotion, oob_fill=oob_fill,
+                             element_strides=element_strides, dtype=dtype)
+        self.array = array  # keeps the tensor alive as long as the map
+        from numba import cuda
+
+        cuda.current_context()  # the driver call needs an initialised context
+        words = encode(self.spec) + self.spec.metadata()
+        self.device = cuda.to_device(np.array(words, dtype=np.uint64))
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return self.device.__cuda_array_interface__
+
+    @property
+    def box(self) -> tuple[int, ...]:
+        return self.spec.box
+
+    @property
+    def box_bytes(self) -> int:
+        """Bytes one tensor copy moves: the ``expect_tx`` count per copy."""
+        return self.spec.box_bytes
+
+    @property
+    def smem_alignment(self) -> int:
+        """Required alignment (bytes) of shared-memory tiles for this map."""
+        return self.spec.smem_alignment
+
+    def __repr__(self) -> str:
+        s = self.spec
+        return (f"TensorMap({s.dtype}{list(s.shape)}, box={s.box}, swizzle={s.swizzle}, "
+                f"interleave={s.interleave}, oob_fill={s.oob_fill!r})")

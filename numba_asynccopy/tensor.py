@@ -1,0 +1,460 @@
+"""Tensor (TMA) copies (sm_90): boxes of a tensor described by a map.
+
+The map is an :class:`numba_asynccopy.TensorMap` built on the host and
+passed as a kernel argument; in the kernel it is a 1-D uint64 array whose
+first 128 bytes are the map (its metadata words are read by checked mode).
+The tensor's rank is known at compile time from the length of ``coords``.
+
+``coords`` follow the array's axis order, as the map's ``box`` does:
+``coords=(r, c)`` names the box ``array[r:r + box[0], c:c + box[1]]``;
+PTX lists them innermost first and the lowering reverses them.
+Coordinates are signed 32-bit element indices and may lie outside the
+tensor: those elements load as the map's ``oob_fill`` and are not stored.
+
+Because the map sits in global memory, the tensormap proxy must be fenced
+before the copy engine reads it: every intrinsic here emits
+``fence.proxy.tensormap::generic.acquire.sys [map], 128`` before its
+instruction unless ``fence=False`` (then call :func:`fence_proxy_tensormap`
+yourself once, before the first use in the issuing thread).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir
+from numba.core import types
+
+from . import checked as _checked
+from ._compat import TypingError, intrinsic
+from ._forms import form
+from ._lowering import I64, as_i64, asm, generic_addr64, shared_addr32, trap_if
+from ._regions import View, barrier_addr32, check_barrier, literal_value
+from .bulk import (
+    TENSOR_REDUCE_TYPES,
+    REDUCE_OPS,
+    bool_constant,
+    check_barrier_value,
+    check_bulk_view,
+    check_mask,
+    check_policy,
+    check_space,
+    mask_value,
+    reduce_type,
+    total_bytes,
+)
+from .host.tensor_map import (
+    BUFFER_WORDS,
+    DTYPE_CODES,
+    MAGIC,
+    W_BOX_BYTES,
+    W_DTYPE,
+    W_ITEMSIZE,
+    W_MAGIC,
+    W_RANK,
+    W_SMEM_ALIGN,
+)
+
+FENCE_SCOPES = ("cta", "cluster", "gpu", "sys")
+
+# --- compile time -----------------------------------------------------------
+
+
+def check_tensor_map(api: str, ty) -> None:
+    if not (isinstance(ty, types.Array) and ty.ndim == 1 and ty.dtype == types.uint64):
+        raise TypingError(
+            f"{api}: `tensor_map` must be an ac.TensorMap passed as a kernel argument "
+            f"(a 1-D uint64 device array inside the kernel), got {ty}"
+        )
+
+
+def check_coords(api: str, ty) -> int:
+    """The rank a coords tuple gives: a tuple of 1..5 integers."""
+    if isinstance(ty, types.BaseTuple):
+        elems = list(ty)
+        if not 1 <= len(elems) <= 5:
+            raise TypingError(
+                f"{api}: `coords` has {len(elems)} entries; a tensor copy is 1-D to 5-D"
+            )
+        for i, e in enumerate(elems):
+            if not isinstance(getattr(e, "literal_type", e), types.Integer):
+                raise TypingError(f"{api}: `coords`[{i}] must be an integer, got {e}")
+        return len(elems)
+    raise TypingError(
+        f"{api}: `coords` must be a tuple of 1..5 integer element indices in the array's "
+        f"axis order (for a 1-D tensor write `(x,)`), got {ty}"
+    )
+
+
+def check_tile_view(api: str, name: str, ty) -> None:
+    check_bulk_view(api, name, ty)
+
+
+@dataclass(frozen=True)
+class TensorOptions:
+    rank: int
+    fence: bool
+    cache_policy: bool
+    multicast: bool = False
+    op: str | None = None
+    ptx_type: str | None = None
+
+
+def _fence(fence) -> bool:
+    return bool_constant(fence, "tensor copy", "fence")
+
+
+def validate_load(dst, tensor_map, coords, mbar, multicast_mask, cache_policy, fence) -> TensorOptions:
+    api = "cp_async_bulk_tensor_load"
+    form("cp.async.bulk.tensor.g2s").require_sm()
+    check_tile_view(api, "dst", dst)
+    check_tensor_map(api, tensor_map)
+    rank = check_coords(api, coords)
+    check_barrier(api, "mbar", mbar)
+    return TensorOptions(rank=rank, fence=bool_constant(fence, api, "fence"),
+                         cache_policy=check_policy(api, cache_policy),
+                         multicast=check_mask(api, multicast_mask))
+
+
+def validate_store(api, tensor_map, coords, src, cache_policy, fence, op=None, bf16=None) -> TensorOptions:
+    form("cp.reduce.async.bulk.tensor" if op is not None else "cp.async.bulk.tensor.s2g").require_sm()
+    check_tensor_map(api, tensor_map)
+    rank = check_coords(api, coords)
+    check_tile_view(api, "src", src)
+    o = dict(rank=rank, fence=bool_constant(fence, api, "fence"),
+             cache_policy=check_policy(api, cache_policy))
+    if op is None:
+        return TensorOptions(**o)
+    name = literal_value(op, api, "op", kind=str, allowed=REDUCE_OPS)
+    t = reduce_type(api, name, src.dtype, bool_constant(bf16, api, "bf16"), TENSOR_REDUCE_TYPES)
+    return TensorOptions(op=name, ptx_type=t, **o)
+
+
+def _coords_text(first: int, rank: int) -> str:
+    return "{" + ", ".join(f"${first + i}" for i in range(rank)) + "}"
+
+
+def ptx_tensor_load(o: TensorOptions) -> tuple[str, str]:
+    """Operands: dst(r), map(l), coords innermost first (r...), mbar(r), [mask(h)], [policy(l)]."""
+    key = "cp.async.bulk.tensor.g2s.multicast" if o.multicast else "cp.async.bulk.tensor.g2s"
+    opcode = form(key).opcode.format(rank=o.rank, hint=".L2::cache_hint" if o.cache_policy else "")
+    n = 2 + o.rank
+    ops = ["[$0]", f"[$1, {_coords_text(2, o.rank)}]", f"[${n}]"]
+    cons = ["r", "l"] + ["r"] * o.rank + ["r"]
+    if o.multicast:
+        ops.append(f"${len(cons)}")
+        cons.append("h")
+    if o.cache_policy:
+        ops.append(f"${len(cons)}")
+        cons.append("l")
+    return f"{opcode} {', '.join(ops)};", ",".join(cons)
+
+
+def ptx_tensor_store(o: TensorOptions) -> tuple[str, str]:
+    """Operands: map(l), coords innermost first (r...), src(r), [policy(l)]."""
+    hint = ".L2::cache_hint" if o.cache_policy else ""
+    if o.op is None:
+        opcode = form("cp.async.bulk.tensor.s2g").opcode.format(rank=o.rank, hint=hint)
+    else:
+        opcode = form("cp.reduce.async.bulk.tensor").opcode.format(rank=o.rank, op=o.op, hint=hint)
+    ops = [f"[$0, {_coords_text(1, o.rank)}]", f"[${1 + o.rank}]"]
+    cons = ["l"] + ["r"] * o.rank + ["r"]
+    if o.cache_policy:
+        ops.append(f"${len(cons)}")
+        cons.append("l")
+    return f"{opcode} {', '.join(ops)};", ",".join(cons)
+
+
+def ptx_fence(scope: str = "sys") -> tuple[str, str]:
+    return f"{form('fence.proxy.tensormap').opcode.format(scope=scope)} [$0], 128;", "l"
+
+
+# --- run time ---------------------------------------------------------------
+
+
+def coords_values(context, builder, ty, val):
+    """The coordinates as i32, innermost first (PTX order)."""
+    vals = [context.cast(builder, builder.extract_value(val, i), ty[i], types.int32)
+            for i in range(len(ty))]
+    return list(reversed(vals))
+
+
+def emit_fence(builder, map_addr, scope: str = "sys") -> None:
+    text, cons = ptx_fence(scope)
+    asm(builder, text, cons, [map_addr])
+
+
+def check_c_contiguous(context, builder, api: str, v: View) -> None:
+    """Checked mode: a view whose type does not promise C order has it."""
+    if v.ty.layout == "C":
+        return
+    expect = v.const(v.itemsize)
+    one = v.const(1)
+    for axis in range(v.ty.ndim - 1, -1, -1):
+        bad = builder.and_(builder.icmp_unsigned("!=", v.strides[axis], expect),
+                           builder.icmp_unsigned(">", v.shape[axis], one))
+        trap_if(context, builder, bad, api,
+                f"`{v.name}` is not C-contiguous: axis {axis} has stride %lld bytes, "
+                "expected %lld (a TMA tile is one dense box)", [v.strides[axis], expect])
+        expect = builder.mul(expect, v.shape[axis])
+
+
+def check_map_and_tile(context, builder, api: str, m: View, rank: int, tile: View,
+                       dtype_code: int | None = None) -> None:
+    """Checked mode: the map buffer is a TensorMap of this rank, and the shared
+    tile matches its box (bytes, element size) and alignment."""
+    c = m.const
+    short = builder.icmp_signed("<", m.shape[0], c(BUFFER_WORDS))
+    trap_if(context, builder, short, api,
+            f"`tensor_map` has %lld words, not the {BUFFER_WORDS} of an ac.TensorMap buffer",
+            [m.shape[0]])
+
+    def word(i):
+        return builder.load(builder.gep(m.data, [ir.Constant(I64, i)]))
+
+    magic = word(W_MAGIC)
+    trap_if(context, builder, builder.icmp_unsigned("!=", magic, ir.Constant(I64, MAGIC)), api,
+            "`tensor_map` is not an ac.TensorMap buffer (bad magic word)")
+    r = word(W_RANK)
+    trap_if(context, builder, builder.icmp_unsigned("!=", r, ir.Constant(I64, rank)), api,
+            f"`coords` has {rank} entries but the tensor map has rank %lld", [r])
+    isz = word(W_ITEMSIZE)
+    trap_if(context, builder, builder.icmp_unsigned("!=", isz, ir.Constant(I64, tile.itemsize)), api,
+            f"`{tile.name}` has {tile.itemsize}-byte elements but the tensor map's are %lld bytes",
+            [isz])
+    box = word(W_BOX_BYTES)
+    nbytes = builder.zext(total_bytes(builder, tile), I64) if tile.intp != I64 else total_bytes(builder, tile)
+    trap_if(context, builder, builder.icmp_unsigned("!=", box, nbytes), api,
+            f"`{tile.name}` has %lld bytes but one box of the tensor map has %lld", [nbytes, box])
+    align = word(W_SMEM_ALIGN)
+    addr = builder.zext(shared_addr32(builder, tile.data), I64)
+    mis = builder.urem(addr, align)
+    trap_if(context, builder, builder.icmp_unsigned("!=", mis, ir.Constant(I64, 0)), api,
+            f"`{tile.name}` (shared address 0x%llx) is not %lld-byte aligned as this tensor map "
+            "needs (128, or 8 x the swizzle span); use cuda.shared.array(..., alignment=...)",
+            [addr, align])
+    if dtype_code is not None:
+        code = word(W_DTYPE)
+        trap_if(context, builder, builder.icmp_unsigned("!=", code, ir.Constant(I64, dtype_code)), api,
+                f"the reduction reads `{tile.name}` as CUtensorMapDataType {dtype_code} but the "
+                "tensor map holds type %lld", [code])
+    check_c_contiguous(context, builder, api, tile)
+
+
+def _map_addr(context, builder, ty, val):
+    m = View(context, builder, ty, val, "tensor_map")
+    return m, generic_addr64(builder, m.data)
+
+
+# --- intrinsics ---------------------------------------------------------------
+
+
+@intrinsic
+def cp_async_bulk_tensor_load(typingctx, dst, tensor_map, coords, mbar, *, multicast_mask=None,
+                              cache_policy=None, fence=True):
+    """Load the box of ``tensor_map`` at ``coords`` into ``dst`` (shared).
+
+    PTX: ``cp.async.bulk.tensor.Nd.shared::cluster.global.tile
+    .mbarrier::complete_tx::bytes{.multicast::cluster}{.L2::cache_hint}``
+    (sm_90, PTX ISA 8.0; ptxas advises sm_90a for multicast).
+
+    - ``dst``: the shared tile, C-contiguous, exactly one box
+      (``tensor_map.box_bytes`` bytes), aligned to
+      ``tensor_map.smem_alignment`` (128; 1024 for 128-byte swizzle).
+    - ``coords``: tuple of 1..5 integers in the array's axis order; its
+      length is the map's rank.
+    - ``mbar``: completes ``box_bytes`` transaction bytes on this barrier
+      (arm it with ``mbarrier_arrive_expect_tx``).  Out-of-bounds elements
+      still count: a box always delivers ``box_bytes``.
+    - ``multicast_mask``: the box lands at ``dst``'s offset in every CTA of
+      the cluster named by the mask, completing on each one's barrier.
+    - ``cache_policy``: uint64 from :func:`createpolicy_fractional`.
+    - ``fence``: emit the tensormap proxy fence first (see the module notes).
+
+    Issue it from one thread.  Checked mode traps on a buffer that is not an
+    ``ac.TensorMap``, a rank/element-size/box-size mismatch, a misaligned
+    or non-contiguous tile, and a bad multicast mask.
+
+    Example::
+
+        if cuda.threadIdx.x == 0:
+            ac.mbarrier_arrive_expect_tx(bar, 64 * 32 * 4)
+            ac.cp_async_bulk_tensor_load(tile, tmap, (row0, col0), bar)
+        ac.mbarrier_wait_parity(bar, 0)
+    """
+    api = "cp_async_bulk_tensor_load"
+    o = validate_load(dst, tensor_map, coords, mbar, multicast_mask, cache_policy, fence)
+    sig = types.void(dst, tensor_map, coords, mbar, multicast_mask, cache_policy, fence)
+    text, constraints = ptx_tensor_load(o)
+
+    def codegen(context, builder, sig, args):
+        d = View(context, builder, sig.args[0], args[0], "dst")
+        m, maddr = _map_addr(context, builder, sig.args[1], args[1])
+        checked = _checked._note_compiled()
+        if checked:
+            check_space(context, builder, api, d, "shared")
+            check_space(context, builder, api, m, "global")
+            check_barrier_value(context, builder, api, sig.args[3], args[3])
+            check_map_and_tile(context, builder, api, m, o.rank, d)
+        extra = []
+        if o.multicast:
+            extra.append(mask_value(context, builder, sig.args[4], args[4], api, checked))
+        if o.cache_policy:
+            extra.append(as_i64(context, builder, args[5], sig.args[5]))
+        if o.fence:
+            emit_fence(builder, maddr)
+        bar = barrier_addr32(context, builder, sig.args[3], args[3])
+        cs = coords_values(context, builder, sig.args[2], args[2])
+        asm(builder, text, constraints, [shared_addr32(builder, d.data), maddr] + cs + [bar] + extra)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def _lower_store(context, builder, sig, args, o: TensorOptions, api: str, policy_at: int, fence_at: int,
+                 dtype_code=None):
+    m, maddr = _map_addr(context, builder, sig.args[0], args[0])
+    s = View(context, builder, sig.args[2], args[2], "src")
+    if _checked._note_compiled():
+        check_space(context, builder, api, s, "shared")
+        check_space(context, builder, api, m, "global")
+        check_map_and_tile(context, builder, api, m, o.rank, s, dtype_code)
+    extra = [as_i64(context, builder, args[policy_at], sig.args[policy_at])] if o.cache_policy else []
+    if o.fence:
+        emit_fence(builder, maddr)
+    text, constraints = ptx_tensor_store(o)
+    cs = coords_values(context, builder, sig.args[1], args[1])
+    asm(builder, text, constraints, [maddr] + cs + [shared_addr32(builder, s.data)] + extra)
+    return context.get_dummy_value()
+
+
+@intrinsic
+def cp_async_bulk_tensor_store(typingctx, tensor_map, coords, src, *, cache_policy=None, fence=True):
+    """Store ``src`` (shared tile) into the box of ``tensor_map`` at ``coords``.
+
+    PTX: ``cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group
+    {.L2::cache_hint}`` (sm_90, PTX ISA 8.0).  Elements of the box outside
+    the tensor are not written.  Tile rules as for
+    :func:`cp_async_bulk_tensor_load`.
+
+    Write the tile, ``ac.fence_proxy_async("shared::cta")``,
+    ``cuda.syncthreads()``, then one thread stores and completes the bulk
+    group (:func:`bulk_commit_group`, :func:`bulk_wait_group`).
+
+    Example::
+
+        ac.fence_proxy_async("shared::cta")
+        cuda.syncthreads()
+        if cuda.threadIdx.x == 0:
+            ac.cp_async_bulk_tensor_store(tmap_out, (row0, col0), tile)
+            ac.bulk_commit_group()
+            ac.bulk_wait_group(0)
+    """
+    api = "cp_async_bulk_tensor_store"
+    o = validate_store(api, tensor_map, coords, src, cache_policy, fence)
+    sig = types.void(tensor_map, coords, src, cache_policy, fence)
+
+    def codegen(context, builder, sig, args):
+        return _lower_store(context, builder, sig, args, o, api, 3, 4)
+
+    return sig, codegen
+
+
+_REDUCE_DTYPE_CODE = {"f16": "float16", "bf16": "bfloat16", "f32": "float32",
+                      "u32": "uint32", "s32": "int32", "u64": "uint64", "s64": "int64"}
+
+
+@intrinsic
+def cp_reduce_async_bulk_tensor(typingctx, tensor_map, coords, src, op, *, bf16=False,
+                                cache_policy=None, fence=True):
+    """Reduce ``src`` (shared tile) into the box of ``tensor_map`` at ``coords``.
+
+    PTX: ``cp.reduce.async.bulk.tensor.Nd.global.shared::cta.op.tile
+    .bulk_group`` (sm_90, PTX ISA 8.0); the element type is the map's.
+    ``op`` (constant): add (float16, bfloat16, float32, int32, uint32,
+    uint64), min/max (float16, bfloat16, int32, uint32, int64), inc/dec
+    (uint32), and/or/xor (32/64-bit integers); other pairs are compile-time
+    errors (``src``'s dtype stands for the map's; checked mode compares
+    them).  ``bf16=True`` with an int16/uint16 tile for a
+    ``TensorMap(..., dtype="bfloat16")``.  Completion as for
+    :func:`cp_async_bulk_tensor_store`.
+
+    Example::
+
+        if cuda.threadIdx.x == 0:
+            ac.cp_reduce_async_bulk_tensor(tmap_acc, (r, c), tile, "add")
+            ac.bulk_commit_group()
+            ac.bulk_wait_group(0)
+    """
+    api = "cp_reduce_async_bulk_tensor"
+    o = validate_store(api, tensor_map, coords, src, cache_policy, fence, op=op, bf16=bf16)
+    sig = types.void(tensor_map, coords, src, op, bf16, cache_policy, fence)
+    t = o.ptx_type
+    if t in ("b32", "b64"):  # bitwise ops: the map holds the view's own integer type
+        code = DTYPE_CODES[str(src.dtype)]
+    else:
+        code = DTYPE_CODES[_REDUCE_DTYPE_CODE[t]]
+
+    def codegen(context, builder, sig, args):
+        return _lower_store(context, builder, sig, args, o, api, 5, 6, dtype_code=code)
+
+    return sig, codegen
+
+
+@intrinsic
+def prefetch_tensormap(typingctx, tensor_map, *, fence=True):
+    """Prefetch the tensor map itself into the cache the copy engine reads.
+
+    PTX: ``prefetch.tensormap [map];`` (sm_90, PTX ISA 8.0), after the
+    tensormap proxy fence unless ``fence=False``.
+
+    Example::
+
+        if cuda.threadIdx.x == 0:
+            ac.prefetch_tensormap(tmap)
+    """
+    api = "prefetch_tensormap"
+    f = form("prefetch.tensormap")
+    f.require_sm()
+    check_tensor_map(api, tensor_map)
+    do_fence = bool_constant(fence, api, "fence")
+
+    def codegen(context, builder, sig, args):
+        m, maddr = _map_addr(context, builder, sig.args[0], args[0])
+        if _checked._note_compiled():
+            check_space(context, builder, api, m, "global")
+        if do_fence:
+            emit_fence(builder, maddr)
+        asm(builder, f"{f.opcode} [$0];", "l", [maddr])
+        return context.get_dummy_value()
+
+    return types.void(tensor_map, fence), codegen
+
+
+@intrinsic
+def fence_proxy_tensormap(typingctx, tensor_map, scope="sys"):
+    """Acquire-fence the tensormap proxy on the map before the copy engine reads it.
+
+    PTX: ``fence.proxy.tensormap::generic.acquire.{cta,cluster,gpu,sys}
+    [map], 128;`` (sm_90, PTX ISA 8.3).  The tensor intrinsics emit it
+    themselves (``.sys``: the map was written from the host); call it once
+    yourself when you pass ``fence=False`` to them in a loop.
+
+    Example::
+
+        ac.fence_proxy_tensormap(tmap)
+        for k in range(n):
+            ac.cp_async_bulk_tensor_load(tile[k % 2], tmap, (0, 32 * k), bars[k % 2:],
+                                         fence=False)
+    """
+    api = "fence_proxy_tensormap"
+    form("fence.proxy.tensormap").require_sm()
+    check_tensor_map(api, tensor_map)
+    sc = literal_value(scope, api, "scope", kind=str, allowed=FENCE_SCOPES)
+
+    def codegen(context, builder, sig, args):
+        _, maddr = _map_addr(context, builder, sig.args[0], args[0])
+        emit_fence(builder, maddr, sc)
+        return context.get_dummy_value()
+
+    return types.void(tensor_map, scope), codegen
