@@ -241,6 +241,21 @@ def check_map_and_tile(context, builder, api: str, m: View, rank: int, tile: Vie
     check_c_contiguous(context, builder, api, tile)
 
 
+def check_inner_coord(context, builder, api: str, m: View, inner) -> None:
+    """Checked mode: the innermost coordinate starts on a 16-byte boundary.
+
+    Measured on the H200: a tile load or store whose innermost coordinate
+    times the element size is not a multiple of 16 bytes fails the launch
+    with CUDA_ERROR_ILLEGAL_INSTRUCTION.
+    """
+    isz = builder.load(builder.gep(m.data, [ir.Constant(I64, W_ITEMSIZE)]))
+    off = builder.mul(builder.sext(inner, I64), isz)
+    mis = builder.and_(off, ir.Constant(I64, 15))
+    trap_if(context, builder, builder.icmp_unsigned("!=", mis, ir.Constant(I64, 0)), api,
+            "the innermost coordinate %d x %lld-byte elements is not a multiple of 16 bytes "
+            "(the copy engine needs 16-byte aligned box starts)", [inner, isz])
+
+
 def _map_addr(context, builder, ty, val):
     m = View(context, builder, ty, val, "tensor_map")
     return m, generic_addr64(builder, m.data)
@@ -262,7 +277,10 @@ def cp_async_bulk_tensor_load(typingctx, dst, tensor_map, coords, mbar, *, multi
       (``tensor_map.box_bytes`` bytes), aligned to
       ``tensor_map.smem_alignment`` (128; 1024 for 128-byte swizzle).
     - ``coords``: tuple of 1..5 integers in the array's axis order; its
-      length is the map's rank.
+      length is the map's rank.  The innermost coordinate times the element
+      size must be a multiple of 16 bytes (negative and out-of-bounds
+      coordinates are fine): on the H200 anything else fails the launch
+      with an illegal instruction, so checked mode traps on it.
     - ``mbar``: completes ``box_bytes`` transaction bytes on this barrier
       (arm it with ``mbarrier_arrive_expect_tx``).  Out-of-bounds elements
       still count: a box always delivers ``box_bytes``.
@@ -305,6 +323,8 @@ def cp_async_bulk_tensor_load(typingctx, dst, tensor_map, coords, mbar, *, multi
             emit_fence(builder, maddr)
         bar = barrier_addr32(context, builder, sig.args[3], args[3])
         cs = coords_values(context, builder, sig.args[2], args[2])
+        if checked:
+            check_inner_coord(context, builder, api, m, cs[0])
         asm(builder, text, constraints, [shared_addr32(builder, d.data), maddr] + cs + [bar] + extra)
         return context.get_dummy_value()
 
@@ -324,6 +344,8 @@ def _lower_store(context, builder, sig, args, o: TensorOptions, api: str, policy
         emit_fence(builder, maddr)
     text, constraints = ptx_tensor_store(o)
     cs = coords_values(context, builder, sig.args[1], args[1])
+    if _checked._note_compiled():
+        check_inner_coord(context, builder, api, m, cs[0])
     asm(builder, text, constraints, [maddr] + cs + [shared_addr32(builder, s.data)] + extra)
     return context.get_dummy_value()
 

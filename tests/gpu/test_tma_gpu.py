@@ -149,10 +149,12 @@ def test_2d_tile_load_and_store(dtype, where, checked):
     box = (16, 64 // isz)  # 64-byte rows
     shape = (int(rng.integers(40, 90)), int(rng.integers(3, 9)) * (16 // isz) * 4 + 16 // isz)
     a = random_tensor(shape, dtype)
+    unit = 16 // isz  # box starts on 16-byte boundaries (see tensor.check_inner_coord)
     if where == "inside":
-        coords = (int(rng.integers(0, shape[0] - box[0])), int(rng.integers(0, shape[1] - box[1])))
+        coords = (int(rng.integers(0, shape[0] - box[0])),
+                  int(rng.integers(0, (shape[1] - box[1]) // unit)) * unit)
     elif where == "edge":  # the box runs past both far edges: zero fill, partial store
-        coords = (shape[0] - box[0] // 2, shape[1] - box[1] // 3)
+        coords = (shape[0] - box[0] // 2, shape[1] - box[1] // 2)
     else:  # before the start of both axes
         coords = (-5, -(box[1] // 2))
     out_coords = coords if where != "inside" else (shape[0] - box[0], 0)
@@ -332,6 +334,8 @@ def k(tmap, case):
             ac.cp_async_bulk_tensor_store(tmap, (0, 0, 0), big[:16])
         elif case == 3:  # a plain uint64 array, not a TensorMap buffer
             ac.cp_async_bulk_tensor_store(tmap, (0, 0), big[:16])
+        elif case == 4:  # innermost coordinate 3 x 2 bytes: not 16-byte aligned
+            ac.cp_async_bulk_tensor_load(big[:16], tmap, (0, 3), bar)
 
 a = cuda.to_device(np.zeros((64, 64), np.float16))
 tmap = ac.TensorMap(a, (16, 32), swizzle=64)
@@ -352,6 +356,8 @@ except Exception as e:
     (1, "cp_async_bulk_tensor_load: `dst` has 960 bytes but one box of the tensor map has 1024"),
     (2, "cp_async_bulk_tensor_store: `coords` has 3 entries but the tensor map has rank 2"),
     (3, "cp_async_bulk_tensor_store: `tensor_map` is not an ac.TensorMap buffer (bad magic word)"),
+    (4, "cp_async_bulk_tensor_load: the innermost coordinate 3 x 2-byte elements is not a "
+        "multiple of 16 bytes"),
 ])
 def test_checked_mode_traps(case, message):
     proc = run_python(TRAP.format(case=case), timeout=180)
