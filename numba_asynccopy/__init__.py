@@ -32,7 +32,6 @@ from .mbarrier import (
     mbarrier_wait_parity,
 )
 
-_patch_cache_key(_checked.cache_key)
 
 __all__ = [
     "FORMS",
@@ -67,4 +66,14 @@ __all__ = [
     "wait_all",
     "wait_group",
     "wait_timeout_ns",
+    "sim",
 ]
+
+from . import sim
+
+if sim.ENABLED:
+    # NUMBA_ENABLE_CUDASIM=1: the same names become pure-Python versions
+    # (validation reused from the modules above), so kernels run unchanged.
+    globals().update(sim.implementations(globals()))
+else:
+    _patch_cache_key(_checked.cache_key)
