@@ -352,6 +352,16 @@ def install() -> None:
         manager.__dict__.setdefault("_ac_threads", []).append(self)
 
     simkernel.BlockThread.__init__ = thread_init
+
+    orig_run = simkernel.BlockManager.run
+
+    def block_run(self, grid_point, *args):
+        orig_run(self, grid_point, *args)
+        blk = self.__dict__.get("_ac_block")
+        if blk is not None:
+            blk.at_exit(grid_point)
+
+    simkernel.BlockManager.run = block_run
     Shared._ac_installed = True
 
 
@@ -403,6 +413,21 @@ class BlockState:
             elif not t.syncthreads_blocked:
                 return False
         return True
+
+    def at_exit(self, grid_point) -> None:
+        """The block finished: transaction bytes must balance on every barrier
+        (a phase whose tx-count is not zero was announced more or fewer bytes
+        than were completed; on the GPU its data is missing or a later phase
+        completes early)."""
+        for b in self.barriers.values():
+            pend, tx = b.outstanding()
+            if tx != 0:
+                arr, flight = b.in_flight()
+                raise SimulatorError(
+                    f"{SIM_PREFIX}block ({','.join(map(str, grid_point))}) exited with "
+                    f"{b.name()} in {b.report()}: the transaction bytes announced with "
+                    f"expect_tx ({b.tx_expected}) do not match the bytes completed "
+                    f"({b.tx_completed + flight})")
 
     def block_until(self, pred: Callable[[], bool], on_deadlock: Callable[[], None]) -> bool:
         """Wait (holding the lock between polls) until ``pred()``.
