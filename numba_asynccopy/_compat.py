@@ -16,9 +16,14 @@ from typing import Any, Callable
 from numba.core import types
 from numba.cuda.core import errors
 from numba.cuda.core.targetconfig import ConfigStack
-from numba.cuda.extending import _intrinsic
+from numba.cuda.extending import _Intrinsic
+from numba.cuda.typing.templates import infer, infer_global, make_intrinsic_template
 
 TypingError = errors.TypingError
+
+# id(typing function) -> (non-literal argument types, error) of the last
+# literal typing that failed; see ``intrinsic``.
+_literal_failures: dict[int, tuple] = {}
 
 
 def intrinsic(fn: Callable) -> Any:
@@ -35,6 +40,22 @@ def intrinsic(fn: Callable) -> Any:
 
     @functools.wraps(fn)
     def typer(typingctx, *args, **kws):
+        # numba retries a call with non-literal types when the literal typing
+        # fails; a constant rejected for its value (say count=0) must not then
+        # pass as a run-time value, so the retry re-raises the literal error.
+        key = _call_key(args, kws)
+        has_literal = any(isinstance(a, types.Literal) for a in (*args, *kws.values()))
+        previous = _literal_failures.pop(id(typer), None)
+        if previous is not None and not has_literal and previous[0] == key:
+            raise previous[1]
+        try:
+            return _type(typingctx, args, kws)
+        except TypingError as e:
+            if has_literal:
+                _literal_failures[id(typer)] = (key, e)
+            raise
+
+    def _type(typingctx, args, kws):
         try:
             bound = pysig.bind(typingctx, *args, **kws)
         except TypeError as e:
@@ -70,7 +91,43 @@ def intrinsic(fn: Callable) -> Any:
             for p in pysig.parameters.values()
         ]
     )
-    return _intrinsic(target="cuda", prefer_literal=True)(typer)
+    llc = _LiteralFirstIntrinsic(fn.__name__, typer, target="cuda")
+    llc._register()
+    return llc
+
+
+def _call_key(args, kws) -> tuple:
+    return (tuple(types.unliteral(a) for a in args),
+            tuple(sorted((k, types.unliteral(v)) for k, v in kws.items())))
+
+
+class _GuardedTypingCache(dict):
+    """numba's per-template typing cache, which must not answer the
+    non-literal retry of a call whose constants were just rejected."""
+
+    def __init__(self, typer_id: int):
+        super().__init__()
+        self.typer_id = typer_id
+
+    def __getitem__(self, key):
+        pending = _literal_failures.get(self.typer_id)
+        if pending is not None:
+            _, args, kws = key
+            if _call_key(args, dict(kws)) == pending[0]:
+                raise KeyError(key)
+        return super().__getitem__(key)
+
+
+class _LiteralFirstIntrinsic(_Intrinsic):
+    def __init__(self, name, defn, prefer_literal=True, **kwargs):
+        super().__init__(name, defn, prefer_literal=True, **kwargs)
+
+    def _register(self):
+        template = make_intrinsic_template(self, self._defn, self._name, prefer_literal=True,
+                                           kwargs=self._ctor_kwargs)
+        template._impl_cache = _GuardedTypingCache(id(self._defn))
+        infer(template)
+        infer_global(self, types.Function(template))
 
 
 def compile_cc() -> tuple[int, int] | None:

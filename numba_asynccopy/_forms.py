@@ -24,7 +24,11 @@ class Form:
     api: str  # public function(s) that emit it
     family: str  # module that lowers it
 
-    def require_sm(self) -> None:
+    @property
+    def apis(self) -> list[str]:
+        return [a.strip() for a in self.api.split(",")]
+
+    def require_sm(self, api: str | None = None) -> None:
         """Raise a TypingError when the kernel's target is older than the form."""
         cc = compile_cc()
         if cc is None:
@@ -32,7 +36,7 @@ class Form:
         sm = cc[0] * 10 + cc[1]
         if sm < self.min_sm:
             raise TypingError(
-                f"{self.api}: `{self.syntax}` needs sm_{self.min_sm} "
+                f"{api or self.api}: `{self.syntax}` needs sm_{self.min_sm} "
                 f"(PTX ISA {self.min_ptx}); this kernel is compiled for sm_{sm}"
             )
 
@@ -101,7 +105,9 @@ _ROWS = [
          "7.8", 90, "mbarrier_try_wait_parity", "mbarrier"),
     Form("mbarrier.wait.sem", "mbarrier.{op}{sem}.shared::cta.b64",
          "mbarrier.{test_wait,try_wait}{.parity}.{acquire,relaxed}.{cta,cluster}.shared::cta.b64 p, [a], state|parity;",
-         "8.0", 90, "mbarrier_test_wait / mbarrier_test_wait_parity (with sem or scope)", "mbarrier"),
+         "8.0", 90,
+         "mbarrier_test_wait, mbarrier_test_wait_parity, mbarrier_try_wait, mbarrier_try_wait_parity",
+         "mbarrier"),
     Form("mbarrier.pending_count", "mbarrier.pending_count.b64",
          "mbarrier.pending_count.b64 n, state;", "7.0", 80, "mbarrier_pending_count", "mbarrier"),
     # --- fences and warp election ---------------------------------------
@@ -125,11 +131,19 @@ def form(key: str) -> Form:
 
 
 def feature_table() -> str:
-    """Markdown table of every form: the README's feature table."""
+    """Markdown table of every form: the README's feature table.
+
+    Example::
+
+        import numba_asynccopy as ac
+        print(ac.feature_table())
+    """
     lines = [
         "| operation | PTX | min PTX ISA | min sm |",
         "|---|---|---|---|",
     ]
     for row in _ROWS:
-        lines.append(f"| `ac.{row.api}` | `{row.syntax}` | {row.min_ptx} | sm_{row.min_sm} |")
+        apis = ", ".join(f"`ac.{a}`" for a in row.apis)
+        syntax = row.syntax.replace("|", "\\|")  # a bare | would end the cell
+        lines.append(f"| {apis} | `{syntax}` | {row.min_ptx} | sm_{row.min_sm} |")
     return "\n".join(lines)

@@ -31,12 +31,23 @@ _state = {
 
 
 def is_checked() -> bool:
-    """True when kernels compiled from now on get the checked-mode traps."""
+    """True when kernels compiled from now on get the checked-mode traps.
+
+    Example::
+
+        if not ac.is_checked():
+            ac.set_checked(True)
+    """
     return _state["checked"]
 
 
 def wait_timeout_ns() -> int:
-    """Timeout of checked-mode blocking waits, in nanoseconds (default 2 s)."""
+    """Timeout of checked-mode blocking waits, in nanoseconds (default 2 s).
+
+    Example::
+
+        print(ac.wait_timeout_ns() / 1e9, "s")
+    """
     return _state["timeout_ns"]
 
 

@@ -156,7 +156,7 @@ def _arrive_intrinsic_body(api, plain_key, counted_key, bar, count, sem, scope,
     else:
         f = form(counted_key)
         with_count = True
-    f.require_sm()
+    f.require_sm(api)
     opcode = f.opcode.format(sem=order.text) if "{sem}" in f.opcode else f.opcode
 
     def codegen(context, builder, sig, args):
@@ -350,7 +350,7 @@ def _wait_form(api, op: str, parity: bool, sem, scope) -> WaitForm:
     else:
         f = form(f"mbarrier.{name}")
         opcode = f.opcode.format(sem="")
-    f.require_sm()
+    f.require_sm(api)
     return WaitForm(opcode, "r" if parity else "l")
 
 
@@ -547,8 +547,10 @@ def mbarrier_wait_parity(typingctx, bar, parity):
 
 @intrinsic
 def mbarrier_pending_count(typingctx, state):
-    """Pending arrivals recorded in ``state`` (from an arrive, typically
-    :func:`mbarrier_arrive_no_complete`).
+    """Pending arrivals recorded in ``state``.  A state records the barrier's
+    phase as it was *before* the arrive that returned it, so after
+    ``mbarrier_init(bar, 10)`` the state of a first ``arrive_no_complete(bar,
+    3)`` gives 10 and the state of a second arrive gives 7.
 
     PTX: ``mbarrier.pending_count.b64 n, state;`` (sm_80).
 
