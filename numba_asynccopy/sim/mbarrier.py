@@ -2,7 +2,8 @@
 
 A barrier is identified by the address of the first element of the shared
 ``uint64`` view (``bars[i:]``), per block.  States returned by arrives are
-``(phase << 32) | pending arrivals``.  Blocking waits block the Python
+``(phase << 32) | pending arrivals before that arrive`` (what
+``mbarrier_pending_count`` reads, as measured on the GPU).  Blocking waits block the Python
 thread; when every thread of the block is blocked (in ``syncthreads`` or in
 a wait that cannot be satisfied), the wait raises
 :class:`~numba_asynccopy.sim.DeadlockError` naming the barrier, its phase,
@@ -74,10 +75,9 @@ def _arrive(api, bar, count, *, drop=False, no_complete=False, expect=None):
                 f"({pend} pending): a noComplete arrive must leave the phase incomplete")
         if drop:
             b.expected -= n
-        phase = b.phase
+        state = _state(b, b.pending)  # the barrier as it was before this arrive (as on the GPU)
         b.arrive(blk, n, api)
-        pending = b.pending if b.phase == phase else 0
-        return np.uint64(((phase & 0xFFFFFFFF) << 32) | (pending & 0xFFFFFFFF))
+        return state
 
 
 def mbarrier_arrive(bar, count=1, *, sem=None, scope=None):
@@ -209,9 +209,10 @@ def _blocking(api: str, bar, value, parity: bool) -> None:
 
 
 def _poll(api: str, bar, value, parity: bool, blocking: bool) -> bool:
-    """test_wait/try_wait: True when done.  A repeated failed poll of the
-    same phase with no progress in the block waits like mbarrier_wait (and
-    reports a deadlock the same way), so spin loops terminate."""
+    """test_wait/try_wait: True when done.  A failed poll repeated from the
+    same line for the same phase with no progress in the block in between
+    (a spin loop) waits like mbarrier_wait and reports a deadlock the same
+    way, so spin loops cannot hang."""
     line = rt.caller_line()
     th, blk = rt.current(api)
     with blk.cond:
@@ -220,7 +221,7 @@ def _poll(api: str, bar, value, parity: bool, blocking: bool) -> bool:
         if done():
             th.spin = None
             return True
-        key = (b.addr, b.phase, bool(parity), int(value))
+        key = (line, b.addr, b.phase, bool(parity), int(value))  # a spin loop repeats the call site
         fail = _deadlock(api, b, parity, value, line)
         if th.spin == (key, blk.progress):
             blk.block_until(done, fail)  # raises on a deadlock
