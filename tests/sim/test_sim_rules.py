@@ -149,3 +149,14 @@ def test_intrinsics_without_a_simulator_version_raise_a_clear_error():
                        match="bulk_thing cannot run in the CUDA simulator: it has no simulator "
                        "implementation yet"):
         impls["bulk_thing"](1, 2)
+
+
+def test_every_simulator_function_documents_an_example():
+    import inspect
+
+    for name in ac.sim.supported():
+        doc = inspect.getdoc(getattr(ac, name)) or ""
+        assert "Example::" in doc, name
+        assert getattr(ac, name).__module__.startswith("numba_asynccopy.sim."), name
+    for name in ("set_schedule", "schedule"):
+        assert "Example::" in (inspect.getdoc(getattr(ac.sim, name)) or "")
