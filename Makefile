@@ -42,6 +42,15 @@ gpu-sanitize: /tmp/site/.installed
 	    python3 -m pytest -q -p no:cacheprovider tests/gpu -m "not traps" || exit 1; \
 	done
 
+# Benchmarks (issue 7): one table, plus JSON and PNG under $(BENCH_OUT).
+BENCH_OUT ?= bench-results
+.PHONY: bench bench-quick
+bench: /tmp/site/.installed
+	$(DEVICE_PY) -m numba_asynccopy.bench --out $(BENCH_OUT) $(BENCH_ARGS)
+
+bench-quick: /tmp/site/.installed
+	$(DEVICE_PY) -m numba_asynccopy.bench --quick --out $(BENCH_OUT)-quick $(BENCH_ARGS)
+
 # Here: fetch the wheels the device machine lacks (numpy < 2.5).
 device-wheels:
 	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \

@@ -1,6 +1,14 @@
-"""Example kernels: the seeds' examples and the reference kernels.
+"""Example kernels: the seeds' examples and the reference kernels of issue 7.
 
-Each example is a plain Python function plus the Numba signature it is
-compiled for, so it can be compiled without a GPU (``compile_ptx``) and
-launched with one (``cuda.jit``).
+Each example is a plain Python function (or a factory returning one) plus
+the Numba signature it is compiled for, so it can be compiled without a GPU
+(``cuda.compile_ptx``) and launched with one (``cuda.jit(SIGNATURE)(fn)``).
+
+- ``seeds``: the cp.async examples of the seed documents.
+- ``staged_copy``: global -> shared (cp.async, N stages) -> global.
+- ``sgemm``: float32 SIMT SGEMM, synchronous shared loads or a cp.async pipeline.
+- ``stencil``: 2-D 5-point stencil with cp.async halo tiles, and a plain version.
+
+The benchmark (``python -m numba_asynccopy.bench``) measures them against
+torch, cuBLAS and CUDA C++ twins (``numba_asynccopy/bench/twins.cu``).
 """

@@ -1,9 +1,25 @@
 """Staged copy: global -> shared (cp.async) -> global, several stages in flight.
 
-Each block walks tiles of ``block * chunk_bytes`` bytes with a grid stride.
-A ring of ``stages`` shared buffers keeps ``stages - 1`` tiles in flight:
-issue tile i+stages-1, commit, ``wait_group(stages-1)`` retires tile i, and
-the thread copies its own chunk of tile i back to global memory.
+A persistent grid walks tiles of ``block * per_thread * chunk_bytes`` bytes
+with a grid stride.  Each thread owns ``per_thread`` chunks of a tile (chunk
+``k * block + tid``, so every warp reads and writes whole 512-byte runs).  A
+ring of ``stages`` shared buffers keeps ``stages - 1`` tiles in flight: issue
+tile i+stages-1, commit, ``wait_group(stages-1)`` retires tile i, and the
+thread copies its own chunks of tile i back to global memory.  A thread only
+reads shared bytes that its own cp.async wrote, so ``wait_group`` alone
+orders them (no block barrier).  Elements past the last whole tile are copied
+with plain loads by the whole grid.
+
+The store side uses 16-byte vector accesses (``load4``/``store4``) when
+``chunk_bytes`` is 16: a quarter of the instructions of element stores.
+
+Example::
+
+    from numba import cuda
+    from numba_asynccopy.examples.staged_copy import SIGNATURE, make_staged_copy, grid_for
+
+    copy = cuda.jit(SIGNATURE)(make_staged_copy(stages=4, per_thread=2, block=256))
+    copy[grid_for(4, 16, 256, 2), 256](src, dst)     # src, dst: uint32[n] on the device
 """
 
 from __future__ import annotations
@@ -15,28 +31,51 @@ from numba import cuda, types
 
 import numba_asynccopy as ac
 
+from ._vec import load4, store4
+
+#: static shared memory a block may declare without an opt-in
+STATIC_SMEM_LIMIT = 48 * 1024
+#: shared memory of one H100/H200 multiprocessor usable by blocks
+SM_SMEM = 228 * 1024
+
 
 @lru_cache(maxsize=None)
-def make_staged_copy(stages: int = 4, chunk_bytes: int = 16, block: int = 256):
-    """Python function ``copy(src, dst)`` over uint32 arrays (compile with cuda.jit)."""
+def make_staged_copy(stages: int = 4, chunk_bytes: int = 16, block: int = 256, per_thread: int = 2):
+    """Python function ``staged_copy(src, dst)`` over uint32[::1] arrays
+    (compile with ``cuda.jit(SIGNATURE)``; launch with ``block`` threads).
+
+    ``stages`` (>= 2) shared buffers, ``chunk_bytes`` (4, 8 or 16) per
+    cp.async, ``per_thread`` chunks per thread and stage.
+    """
     if stages < 2:
         raise ValueError("stages must be >= 2")
+    if chunk_bytes not in (4, 8, 16):
+        raise ValueError("chunk_bytes must be 4, 8 or 16")
+    if per_thread < 1 or block < 32 or block % 32:
+        raise ValueError("per_thread must be >= 1 and block a multiple of 32")
+    smem = smem_bytes(stages, chunk_bytes, block, per_thread)
+    if smem > STATIC_SMEM_LIMIT:
+        raise ValueError(f"the ring needs {smem} bytes of shared memory; static shared "
+                         f"memory is limited to {STATIC_SMEM_LIMIT}")
     words = chunk_bytes // 4
-    tile = block * words
+    tile = block * per_thread * words
     in_flight = stages - 1  # a closure constant: wait_group needs a literal
+    vector = chunk_bytes == 16
 
     def staged_copy(src, dst):
-        ring = cuda.shared.array((stages, block, words), np.uint32, alignment=16)
+        ring = cuda.shared.array((stages, per_thread, block, words), np.uint32, alignment=16)
         tid = cuda.threadIdx.x
-        ntiles = src.shape[0] // tile
+        n = src.shape[0]
+        ntiles = n // tile
         first = cuda.blockIdx.x
         step = cuda.gridDim.x
         # prologue: stages-1 tiles in flight (empty groups keep the count right)
         for s in range(stages - 1):
             t = first + s * step
             if t < ntiles:
-                base = t * tile + tid * words
-                ac.cp_async(ring[s, tid, :], src[base:base + words], chunk_bytes)
+                for k in range(per_thread):
+                    b = t * tile + (k * block + tid) * words
+                    ac.cp_async(ring[s, k, tid, :], src[b:b + words], chunk_bytes)
             ac.commit_group()
         i = 0
         t = first
@@ -44,17 +83,27 @@ def make_staged_copy(stages: int = 4, chunk_bytes: int = 16, block: int = 256):
             nt = t + (stages - 1) * step
             slot = (i + stages - 1) % stages
             if nt < ntiles:
-                nbase = nt * tile + tid * words
-                ac.cp_async(ring[slot, tid, :], src[nbase:nbase + words], chunk_bytes)
+                for k in range(per_thread):
+                    b = nt * tile + (k * block + tid) * words
+                    ac.cp_async(ring[slot, k, tid, :], src[b:b + words], chunk_bytes)
             ac.commit_group()
             ac.wait_group(in_flight)
             cur = i % stages
-            base = t * tile + tid * words
-            for w in range(words):
-                dst[base + w] = ring[cur, tid, w]
+            for k in range(per_thread):
+                b = t * tile + (k * block + tid) * words
+                if vector:
+                    store4(dst, b, load4(ring, (cur, k, tid, 0)))
+                else:
+                    for w in range(words):
+                        dst[b + w] = ring[cur, k, tid, w]
             i += 1
             t += step
         ac.wait_all()
+        # the tail past the last whole tile
+        j = ntiles * tile + first * block + tid
+        while j < n:
+            dst[j] = src[j]
+            j += step * block
 
     return staged_copy
 
@@ -62,5 +111,22 @@ def make_staged_copy(stages: int = 4, chunk_bytes: int = 16, block: int = 256):
 SIGNATURE = (types.uint32[::1], types.uint32[::1])
 
 
-def tile_words(chunk_bytes: int = 16, block: int = 256) -> int:
-    return block * chunk_bytes // 4
+def smem_bytes(stages: int = 4, chunk_bytes: int = 16, block: int = 256, per_thread: int = 2) -> int:
+    """Shared memory of one block's ring."""
+    return stages * per_thread * block * chunk_bytes
+
+
+def tile_words(chunk_bytes: int = 16, block: int = 256, per_thread: int = 2) -> int:
+    """uint32 words one block moves per stage."""
+    return block * per_thread * chunk_bytes // 4
+
+
+def grid_for(stages: int = 4, chunk_bytes: int = 16, block: int = 256, per_thread: int = 2,
+             sms: int = 132) -> int:
+    """A persistent grid: as many blocks as fit on every multiprocessor at once."""
+    per_sm = min(2048 // block, 32, SM_SMEM // (smem_bytes(stages, chunk_bytes, block, per_thread) + 1024))
+    return sms * max(1, per_sm)
+
+
+#: configurations the benchmark sweeps: (stages, chunk_bytes, block, per_thread)
+SWEEP = ((4, 16, 256, 1), (4, 16, 256, 2), (4, 16, 128, 4), (3, 16, 256, 4), (6, 16, 128, 2))

@@ -1,0 +1,132 @@
+"""Device-side helpers of the benchmark: random fills, poison, checks, timing.
+
+Inputs are drawn on the device (a counter-based hash seeded from the OS at
+every run), so gigabyte buffers get fresh random data in milliseconds.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+from numba import cuda
+
+_GRID = 132 * 8
+_BLOCK = 256
+
+
+@cuda.jit(device=True, inline="always")
+def _mix(x):
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+@cuda.jit
+def _fill_random_u32(a, seed):
+    i = cuda.grid(1)
+    while i < a.shape[0]:
+        a[i] = np.uint32(_mix(np.uint64(i) * np.uint64(0x9E3779B97F4A7C15) + seed) >> np.uint64(32))
+        i += cuda.gridsize(1)
+
+
+@cuda.jit
+def _fill_random_f32(a, seed):
+    i = cuda.grid(1)
+    while i < a.shape[0]:
+        h = _mix(np.uint64(i) * np.uint64(0x9E3779B97F4A7C15) + seed) >> np.uint64(40)
+        a[i] = np.float32(np.float64(h) * (2.0 / 16777216.0) - 1.0)  # uniform in [-1, 1)
+        i += cuda.gridsize(1)
+
+
+@cuda.jit
+def _fill_u32(a, v):
+    i = cuda.grid(1)
+    while i < a.shape[0]:
+        a[i] = v
+        i += cuda.gridsize(1)
+
+
+@cuda.jit
+def _count_mismatch(a, b, count):
+    i = cuda.grid(1)
+    while i < a.shape[0]:
+        if a[i] != b[i]:
+            cuda.atomic.add(count, 0, np.uint64(1))
+        i += cuda.gridsize(1)
+
+
+@cuda.jit
+def _count_nan(a, count):
+    i = cuda.grid(1)
+    while i < a.shape[0]:
+        if a[i] != a[i]:
+            cuda.atomic.add(count, 0, np.uint64(1))
+        i += cuda.gridsize(1)
+
+
+def flat(a):
+    """1-D view of a C-contiguous device array."""
+    return a.reshape(a.size)
+
+
+def fresh_seed() -> int:
+    return int.from_bytes(os.urandom(8), "little")
+
+
+def fill_random(a) -> None:
+    """Fresh random data: uint32 bits, or float32 uniform in [-1, 1)."""
+    f = flat(a)
+    if a.dtype == np.uint32:
+        _fill_random_u32[_GRID, _BLOCK](f, np.uint64(fresh_seed()))
+    elif a.dtype == np.float32:
+        _fill_random_f32[_GRID, _BLOCK](f, np.uint64(fresh_seed()))
+    else:
+        raise TypeError(a.dtype)
+
+
+def poison(a) -> None:
+    """0xFFC00000 words (a float32 NaN) everywhere: unwritten outputs show."""
+    _fill_u32[_GRID, _BLOCK](flat(a).view(np.uint32), np.uint32(0xFFC00000))
+
+
+def mismatches(a, b) -> int:
+    count = cuda.to_device(np.zeros(1, np.uint64))
+    _count_mismatch[_GRID, _BLOCK](flat(a).view(np.uint32), flat(b).view(np.uint32), count)
+    return int(count.copy_to_host()[0])
+
+
+def nans(a) -> int:
+    count = cuda.to_device(np.zeros(1, np.uint64))
+    _count_nan[_GRID, _BLOCK](flat(a), count)
+    return int(count.copy_to_host()[0])
+
+
+def bench(fn, *, reps: int, warmup: int, min_batch_ms: float = 2.0) -> list[float]:
+    """Per-call times (ms) of ``fn`` over ``reps`` timed batches, CUDA events.
+
+    Each batch is preceded by one untimed call, so the GPU is busy while the
+    host enqueues the timed launches (no launch gap inside the timing); a
+    batch holds enough calls to last about ``min_batch_ms``.
+    """
+    for _ in range(warmup):
+        fn()
+    cuda.synchronize()
+    start, stop = cuda.event(), cuda.event()
+    start.record()
+    fn()
+    stop.record()
+    stop.synchronize()
+    est = cuda.event_elapsed_time(start, stop)
+    batch = max(1, min(64, math.ceil(min_batch_ms / max(est, 1e-3))))
+    times = []
+    for _ in range(reps):
+        fn()
+        start.record()
+        for _ in range(batch):
+            fn()
+        stop.record()
+        stop.synchronize()
+        times.append(cuda.event_elapsed_time(start, stop) / batch)
+    return times

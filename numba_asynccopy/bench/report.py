@@ -1,0 +1,225 @@
+"""The benchmark's rows: comparisons of measurements, the table, JSON and PNG.
+
+A row compares one measurement (the subject) with a peer measured in the
+same run, against the issue's target.  Rows whose measurement does not exist
+yet (features on other branches) are listed in :data:`PENDING` and show as
+"not yet run", with what they need, instead of being left out.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .suites import SIZES, Measurement
+
+
+@dataclass(frozen=True)
+class Comparison:
+    benchmark: str
+    subject: str               # measurement key
+    peer: str | None           # measurement key, None for a ceiling row
+    target: float | None       # None: reported, no target
+    better: str = "higher"     # higher: figure ratio >= target; faster: > target;
+    #                            lower: time ratio <= target
+
+
+@dataclass
+class Row:
+    benchmark: str
+    subject: str
+    figure: str
+    ms: str
+    work: str
+    peer: str
+    peer_figure: str
+    ratio: float | None
+    target: str
+    verdict: str
+
+
+#: measurement key -> (what it needs in ``numba_asynccopy``, where that comes from,
+#: unit, label).  Remove a key here when a suite measures it.
+PENDING: dict[str, tuple[tuple[str, ...], str, str, str]] = {
+    "numba_bulk_copy": (("cp_async_bulk_g2s", "cp_async_bulk_s2g", "bulk_commit_group",
+                         "bulk_wait_group", "mbarrier_arrive_expect_tx"),
+                        "bulk + mbarrier branches", "TB/s", "bulk copy (cp.async.bulk on an mbarrier)"),
+    "twin_bulk_copy": (("cp_async_bulk_g2s",), "bulk branch", "TB/s", "bulk copy, CUDA C++"),
+    "numba_tma_copy": (("TensorMap", "cp_async_bulk_tensor_load", "cp_async_bulk_tensor_store"),
+                       "TMA branch", "TB/s", "TMA tile copy (2-D tensor maps, multi-stage)"),
+    "twin_tma_copy": (("TensorMap",), "TMA branch", "TB/s", "TMA tile copy, CUDA C++"),
+    "numba_cluster_dsmem": (("cluster_dims", "launch", "cp_async_bulk_cluster"), "cluster branch",
+                            "TB/s", "cluster neighbour exchange via DSMEM"),
+    "numba_cluster_global": (("cluster_dims", "launch"), "cluster branch", "TB/s",
+                             "cluster neighbour exchange via global memory"),
+    "twin_cluster_dsmem": (("cp_async_bulk_cluster",), "cluster branch", "TB/s",
+                           "cluster exchange via DSMEM, CUDA C++"),
+    "numba_launch_cluster": (("launch", "cluster_dims"), "cluster branch", "ms",
+                             "ac.launch(..., cluster=) of a kernel"),
+    "numba_launch_plain": (("launch",), "cluster branch", "ms", "Numba's own launch of the same kernel"),
+}
+
+
+def pending_measurements() -> list[Measurement]:
+    import numba_asynccopy as ac
+
+    out = []
+    for key, (needs, where, unit, label) in PENDING.items():
+        missing = [n for n in needs if not hasattr(ac, n)]
+        if missing:
+            status = f"not yet run: needs ac.{', ac.'.join(missing)} ({where})"
+        else:
+            status = "not yet run: the API exists; add its suite in numba_asynccopy/bench/suites.py"
+        impl = "cuda-c++" if key.startswith("twin_") else "numba"
+        out.append(Measurement(key, label, impl, unit, status=status))
+    return out
+
+
+def comparisons(quick: bool) -> list[Comparison]:
+    sizes = SIZES["quick" if quick else "full"]["sgemm"]
+    rows = [Comparison("device copy bandwidth (ceiling)", "torch_copy", None, None)]
+    rows += [Comparison(f"cuBLAS SGEMM {n}^3 (ceiling)", f"cublas_sgemm_{n}", None, None) for n in sizes]
+    rows += [
+        Comparison("staged cp.async copy", "numba_staged_copy", "torch_copy", 0.93),
+        Comparison("staged cp.async copy", "numba_staged_copy", "twin_staged_copy", 0.97),
+        Comparison("bulk copy", "numba_bulk_copy", "torch_copy", 0.95),
+        Comparison("bulk copy", "numba_bulk_copy", "twin_bulk_copy", 0.97),
+        Comparison("TMA tile copy", "numba_tma_copy", "torch_copy", 0.93),
+        Comparison("TMA tile copy", "numba_tma_copy", "twin_tma_copy", 0.97),
+    ]
+    for n in sizes:
+        rows += [
+            Comparison(f"SGEMM {n}^3 pipelined", f"numba_sgemm_pipe_{n}", f"cublas_sgemm_{n}", 0.80),
+            Comparison(f"SGEMM {n}^3 synchronous", f"numba_sgemm_sync_{n}", f"cublas_sgemm_{n}", None),
+            Comparison(f"SGEMM {n}^3 pipelined", f"numba_sgemm_pipe_{n}", f"numba_sgemm_sync_{n}", 1.3),
+            Comparison(f"SGEMM {n}^3 pipelined", f"numba_sgemm_pipe_{n}", f"twin_sgemm_pipe_{n}", 0.97),
+            Comparison(f"SGEMM {n}^3 synchronous", f"numba_sgemm_sync_{n}", f"twin_sgemm_sync_{n}", 0.97),
+        ]
+    rows += [
+        Comparison("stencil (cp.async halo)", "numba_stencil_async", "numba_stencil_plain", 1.0, "faster"),
+        Comparison("stencil (cp.async halo)", "numba_stencil_async", "torch_copy", 0.85),
+        Comparison("stencil (cp.async halo)", "numba_stencil_async", "twin_stencil_async", 0.97),
+        Comparison("stencil (plain)", "numba_stencil_plain", "twin_stencil_plain", 0.97),
+        Comparison("cluster exchange", "numba_cluster_dsmem", "numba_cluster_global", 2.0),
+        Comparison("cluster exchange", "numba_cluster_dsmem", "twin_cluster_dsmem", 0.97),
+        Comparison("launch with a cluster shape", "numba_launch_cluster", "numba_launch_plain", 1.2,
+                   "lower"),
+    ]
+    return rows
+
+
+def _fig(m: Measurement | None) -> str:
+    if m is None or m.status != "ok":
+        return "-"
+    if m.unit == "ms":
+        return f"{m.ms * 1e3:.1f} us"
+    return f"{m.figure:.3f} {m.unit}"
+
+
+def _work(m: Measurement | None) -> str:
+    if m is None or m.status != "ok" or not m.work:
+        return "-"
+    if m.unit == "TB/s":
+        return f"{m.work / 1e9:.2f} GB"
+    if m.unit == "TFLOP/s":
+        return f"{m.work / 1e9:.0f} GFLOP"
+    return "-"
+
+
+def _target(c: Comparison) -> str:
+    if c.target is None:
+        return "-"
+    return {"higher": ">= ", "faster": "> ", "lower": "<= "}[c.better] + f"{c.target:g}"
+
+
+def build_rows(results: dict[str, Measurement], comps: list[Comparison]) -> list[Row]:
+    rows = []
+    for c in comps:
+        s = results.get(c.subject)
+        p = results.get(c.peer) if c.peer else None
+        ratio = None
+        if s is None:
+            verdict = "not yet run"
+        elif s.status != "ok":
+            verdict = s.status
+        elif c.peer is None:
+            verdict = "ceiling"
+        elif p is None or p.status != "ok":
+            verdict = "peer " + (p.status if p else "not yet run")
+        else:
+            if c.better == "lower":
+                ratio = s.ms / p.ms
+                met = ratio <= c.target
+            else:
+                ratio = s.figure / p.figure
+                met = c.target is None or (ratio > c.target if c.better == "faster" else ratio >= c.target)
+            verdict = "info" if c.target is None else ("met" if met else "MISSED")
+        rows.append(Row(
+            benchmark=c.benchmark, subject=s.label if s else c.subject, figure=_fig(s),
+            ms=f"{s.ms:.4f}" if s is not None and s.ms is not None else "-", work=_work(s),
+            peer=(p.label if p else (c.peer or "-")), peer_figure=_fig(p), ratio=ratio,
+            target=_target(c), verdict=verdict))
+    return rows
+
+
+def format_table(rows: list[Row]) -> str:
+    head = ["benchmark", "figure", "ms", "work", "peer", "peer figure", "ratio", "target", "verdict"]
+    body = [[r.benchmark, r.figure, r.ms, r.work, r.peer, r.peer_figure,
+             "-" if r.ratio is None else f"{r.ratio:.3f}", r.target, r.verdict] for r in rows]
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    widths[-1] = min(widths[-1], 90)
+    widths[4] = min(widths[4], 44)
+
+    def line(cells):
+        cells = [c if len(c) <= w else c[:w - 1] + "~" for c, w in zip(cells, widths)]
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+
+    out = [line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out += [line(b) for b in body]
+    return "\n".join(out)
+
+
+def write_json(path: Path, info: dict, results: dict[str, Measurement], rows: list[Row],
+               extra: dict) -> None:
+    data = {**extra, "info": info,
+            "rows": [asdict(r) for r in rows],
+            "measurements": [asdict(m) for m in results.values()]}
+    path.write_text(json.dumps(data, indent=1))
+
+
+def write_png(path: Path, rows: list[Row], title: str) -> str:
+    """Bar chart of each row's ratio against its target; returns a note."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception as e:
+        return f"no PNG: matplotlib unavailable ({type(e).__name__}: {e})"
+    rows = [r for r in rows if r.peer_figure != "-" or r.verdict not in ("ceiling",)]
+    rows = [r for r in rows if r.verdict != "ceiling"]
+    fig, ax = plt.subplots(figsize=(11, 0.38 * len(rows) + 1.6))
+    labels, ys = [], []
+    for i, r in enumerate(rows):
+        y = len(rows) - 1 - i
+        ys.append(y)
+        labels.append(f"{r.benchmark} vs {r.peer}"[:70])
+        if r.ratio is None:
+            ax.text(0.02, y, r.verdict[:80], va="center", fontsize=7, color="0.4")
+            continue
+        color = {"met": "tab:green", "MISSED": "tab:red"}.get(r.verdict, "tab:gray")
+        ax.barh(y, r.ratio, color=color, height=0.6)
+        ax.text(r.ratio + 0.02, y, f"{r.ratio:.2f}", va="center", fontsize=7)
+        if r.target != "-":
+            t = float(r.target.split()[-1])
+            ax.plot([t, t], [y - 0.4, y + 0.4], color="black", lw=1.5)
+    ax.set_yticks(ys)
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.set_xlabel("ratio to peer (black tick: target; time ratio for the launch row)")
+    ax.set_title(title, fontsize=9)
+    ax.set_xlim(0, max([2.2] + [r.ratio * 1.15 for r in rows if r.ratio]))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return f"wrote {path}"

@@ -1,0 +1,439 @@
+"""The measurements, one suite per example family (run in a child process).
+
+Each measurement checks the output of its implementation on fresh random
+inputs (outputs poisoned first) before timing it; a failure is recorded with
+its error and the suite goes on.  A suite writes its results to a JSON file
+after every measurement, so a crash (a sticky CUDA error, a hang killed by
+the parent) keeps what was measured before it.
+
+To add a row for a feature another branch brings (bulk copy, TMA, clusters):
+write a suite function here that calls ``m.measure(key, ...)`` with the key
+that ``report.PENDING`` lists for it, add it to ``SUITES``, and remove the key
+from ``report.PENDING``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+SIZES = {
+    "full": {"copy_words": 1 << 28, "sgemm": (4096, 8192), "stencil": (16384, 16384)},
+    "quick": {"copy_words": (1 << 24) + 4100, "sgemm": (1024,), "stencil": (2000, 2048)},
+}
+STENCIL_AB = (0.5, 0.125)
+
+
+@dataclass
+class Measurement:
+    key: str
+    label: str
+    impl: str                  # numba | cuda-c++ | torch | cublas
+    unit: str                  # TB/s or TFLOP/s
+    work: float = 0.0          # bytes moved or FLOPs per call
+    status: str = "ok"         # ok | error: ... | skipped: ... | not yet run: ...
+    ms: float | None = None    # median time per call
+    ms_min: float | None = None
+    ms_max: float | None = None
+    reps: int = 0
+    figure: float | None = None  # TB/s or TFLOP/s at the median
+    config: dict = field(default_factory=dict)
+    check: str = ""
+
+
+class Recorder:
+    def __init__(self, out: Path, quick: bool, deadline: float, twins_path: str | None):
+        self.out = out
+        self.quick = quick
+        self.deadline = deadline
+        self.results: dict[str, Measurement] = {}
+        self.info: dict = {}
+        self.sizes = SIZES["quick" if quick else "full"]
+        self.reps = 5 if quick else 25
+        self.warmup = 1 if quick else 3
+        self._twins_path = twins_path
+        self._twins = None
+
+    def twins(self):
+        from .twins import TwinError, Twins
+
+        if self._twins is None:
+            if not self._twins_path:
+                raise TwinError("twins library not built (see twins-build.log)")
+            self._twins = Twins(Path(self._twins_path))
+        return self._twins
+
+    def dump_code(self, name: str, kernel) -> None:
+        """PTX and SASS of a compiled Numba kernel under ``<out>/code/`` (for
+        reading beside the twins' SASS when a target is missed)."""
+        try:
+            d = self.out.parent / "code"
+            d.mkdir(exist_ok=True)
+            (d / f"{name}.ptx").write_text("\n".join(kernel.inspect_asm().values()))
+            (d / f"{name}.sass").write_text("\n".join(kernel.inspect_sass().values()))
+        except Exception as e:  # diagnostics only
+            with open(self.out.with_suffix(".log"), "a") as log:
+                log.write(f"--- code dump {name}: {type(e).__name__}: {e}\n")
+
+    def save(self) -> None:
+        data = {"info": self.info, "measurements": [asdict(m) for m in self.results.values()]}
+        tmp = self.out.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.replace(self.out)
+
+    def measure(self, key: str, label: str, impl: str, unit: str, work: float,
+                run: Callable[[], None], check: Callable[[], str], *, config: dict | None = None,
+                reps: int | None = None) -> Measurement:
+        """Check, then time ``run``; record the result (never raises)."""
+        m = Measurement(key, label, impl, unit, work, config=dict(config or {}))
+        self.results[key] = m
+        try:
+            if time.monotonic() > self.deadline:
+                m.status = "skipped: time budget spent"
+                return m
+            m.check = check()
+            times = _bench(run, reps=reps or self.reps, warmup=self.warmup)
+            m.reps = len(times)
+            m.ms = float(np.median(times))
+            m.ms_min, m.ms_max = float(np.min(times)), float(np.max(times))
+            scale = 1e12
+            m.figure = work / (m.ms * 1e-3) / scale
+        except Exception as e:  # a failing row reports its error; the rest go on
+            m.status = "error: " + f"{type(e).__name__}: {e}".strip().splitlines()[0][:300]
+            with open(self.out.with_suffix(".log"), "a") as log:
+                log.write(f"--- {key}\n{traceback.format_exc()}\n")
+        finally:
+            self.save()
+            print(f"  {key:34s} {m.status if m.status != 'ok' else f'{m.figure:8.3f} {unit}  ({m.ms:.4f} ms)'}",
+                  flush=True)
+        return m
+
+    def fail(self, key: str, label: str, impl: str, unit: str, error: str) -> None:
+        self.results[key] = Measurement(key, label, impl, unit, status=error)
+        self.save()
+
+
+def _bench(run, *, reps, warmup):
+    from .devutil import bench
+
+    return bench(run, reps=reps, warmup=warmup)
+
+
+def _torch():
+    """torch with TF32 off, or raise."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    return torch
+
+
+# --- copy ---------------------------------------------------------------------
+
+def suite_copy(r: Recorder) -> None:
+    from numba import cuda
+
+    from ..examples import staged_copy as sc
+    from . import devutil as du
+    from .twins import ptr
+
+    n = r.sizes["copy_words"]
+    nbytes = 2 * n * 4  # read + written
+    src = cuda.device_array(n, np.uint32)
+    dst = cuda.device_array(n, np.uint32)
+    du.fill_random(src)
+    sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+    r.info["copy_bytes"] = n * 4
+
+    def check_copy(launch) -> Callable[[], str]:
+        def check():
+            du.poison(dst)
+            launch()
+            cuda.synchronize()
+            bad = du.mismatches(src, dst)
+            if bad:
+                raise AssertionError(f"{bad} of {n} words differ from the source")
+            return f"all {n} words equal the source"
+        return check
+
+    try:
+        torch = _torch()
+        # int32 views: torch has only partial support for uint32 tensors
+        tsrc = torch.as_tensor(src.view(np.int32), device="cuda")
+        tdst = torch.as_tensor(dst.view(np.int32), device="cuda")
+        torch_copy = lambda: tdst.copy_(tsrc)  # noqa: E731
+        r.measure("torch_copy", "torch device-to-device copy", "torch", "TB/s", nbytes,
+                  torch_copy, check_copy(torch_copy), config={"bytes": n * 4})
+    except Exception as e:
+        r.fail("torch_copy", "torch device-to-device copy", "torch", "TB/s",
+               f"error: {type(e).__name__}: {e}")
+
+    # sweep the configurations briefly, then time the best one fully
+    sweep = []
+    best = None
+    for cfg in sc.SWEEP:
+        stages, chunk, block, pt = cfg
+        key = f"staged_copy_sweep_s{stages}_b{block}_p{pt}"
+        try:
+            kern = cuda.jit(sc.SIGNATURE)(sc.make_staged_copy(stages, chunk, block, pt))
+            r.dump_code(key, kern)
+            grid = sc.grid_for(stages, chunk, block, pt, sms)
+            launch = (lambda k=kern, g=grid, b=block: k[g, b](src, dst))
+            m = r.measure(key, f"staged copy sweep {cfg}", "numba", "TB/s", nbytes, launch,
+                          check_copy(launch), reps=3 if r.quick else 7,
+                          config={"stages": stages, "chunk_bytes": chunk, "block": block,
+                                  "per_thread": pt, "grid": grid})
+            sweep.append(m)
+            if m.status == "ok" and (best is None or m.ms < best[0].ms):
+                best = (m, launch, cfg, grid)
+        except Exception as e:
+            r.fail(key, f"staged copy sweep {cfg}", "numba", "TB/s", f"error: {type(e).__name__}: {e}")
+    if best is None:
+        r.fail("numba_staged_copy", "staged cp.async copy", "numba", "TB/s",
+               "error: no configuration of the sweep ran (see the sweep rows)")
+        r.fail("twin_staged_copy", "staged copy, CUDA C++", "cuda-c++", "TB/s",
+               "error: no configuration to mirror")
+        return
+    m0, launch, (stages, chunk, block, pt), grid = best
+    config = dict(m0.config)
+    r.measure("numba_staged_copy", "staged cp.async copy", "numba", "TB/s", nbytes, launch,
+              check_copy(launch), config=config)
+    try:
+        tw = r.twins()
+        twin = lambda: tw.staged_copy(ptr(src), ptr(dst), n, stages, block, pt, grid)  # noqa: E731
+        r.measure("twin_staged_copy", "staged copy, CUDA C++", "cuda-c++", "TB/s", nbytes, twin,
+                  check_copy(twin), config=config)
+    except Exception as e:
+        r.fail("twin_staged_copy", "staged copy, CUDA C++", "cuda-c++", "TB/s",
+               f"error: {type(e).__name__}: {e}")
+
+
+# --- SGEMM ----------------------------------------------------------------------
+
+def suite_sgemm(r: Recorder) -> None:
+    from numba import cuda
+
+    from ..examples import sgemm as sg
+    from . import devutil as du
+    from .twins import ptr
+
+    rng = np.random.default_rng()
+    for n in r.sizes["sgemm"]:
+        M = N = K = n
+        sg.check_shape(M, N, K)
+        AT = cuda.device_array((K, M), np.float32)
+        B = cuda.device_array((K, N), np.float32)
+        C = cuda.device_array((M, N), np.float32)
+        du.fill_random(AT)
+        du.fill_random(B)
+        rows = np.sort(rng.choice(M, 8, replace=False))
+        at_host = AT.copy_to_host()
+        ref = at_host[:, rows].T.astype(np.float64) @ B.copy_to_host().astype(np.float64)
+        del at_host
+        work = sg.flops(M, N, K)
+
+        def check_gemm(launch) -> Callable[[], str]:
+            def check():
+                du.poison(C)
+                launch()
+                cuda.synchronize()
+                unwritten = du.nans(C)
+                if unwritten:
+                    raise AssertionError(f"{unwritten} elements of C were not written")
+                got = np.stack([C[i].copy_to_host() for i in rows]).astype(np.float64)
+                err = float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
+                if not err < 1e-4:
+                    raise AssertionError(f"relative error {err:.2e} on sampled rows (limit 1e-4)")
+                return f"every element written; rel. error {err:.1e} on 8 sampled rows (float64 ref)"
+            return check
+
+        try:
+            torch = _torch()
+            tA = torch.as_tensor(AT, device="cuda").t()
+            tB = torch.as_tensor(B, device="cuda")
+            tC = torch.as_tensor(C, device="cuda")
+            cublas = lambda: torch.matmul(tA, tB, out=tC)  # noqa: E731
+            r.measure(f"cublas_sgemm_{n}", f"cuBLAS SGEMM {n}^3 (torch.matmul, TF32 off)", "cublas",
+                      "TFLOP/s", work, cublas, check_gemm(cublas), config={"M": M, "N": N, "K": K})
+        except Exception as e:
+            r.fail(f"cublas_sgemm_{n}", f"cuBLAS SGEMM {n}^3", "cublas", "TFLOP/s",
+                   f"error: {type(e).__name__}: {e}")
+
+        g = sg.grid(M, N)
+        best = None
+        for stages in (1, 3, 4):
+            name = "sync" if stages == 1 else f"pipe{stages}"
+            key = f"numba_sgemm_{name}_{n}"
+            label = f"SGEMM {n}^3, " + ("synchronous loads" if stages == 1 else f"cp.async {stages} stages")
+            try:
+                kern = cuda.jit(sg.SIGNATURE)(sg.make_sgemm(stages))
+                if n == r.sizes["sgemm"][0]:
+                    r.dump_code(f"sgemm_{name}", kern)
+                launch = (lambda k=kern: k[g, sg.BLOCK](AT, B, C))
+                m = r.measure(key, label, "numba", "TFLOP/s", work, launch, check_gemm(launch),
+                              config={"stages": stages, "M": M, "N": N, "K": K},
+                              reps=5 if r.quick else 10)
+                if stages > 1 and m.status == "ok" and (best is None or m.ms < best.ms):
+                    best = m
+            except Exception as e:
+                r.fail(key, label, "numba", "TFLOP/s", f"error: {type(e).__name__}: {e}")
+        # the row "SGEMM pipelined" is the better of the stage counts
+        if best is not None:
+            pm = Measurement(**{**asdict(best), "key": f"numba_sgemm_pipe_{n}",
+                                "label": f"SGEMM {n}^3, cp.async pipeline (best stages)"})
+            r.results[pm.key] = pm
+            r.save()
+            pipe_stages = best.config["stages"]
+        else:
+            r.fail(f"numba_sgemm_pipe_{n}", f"SGEMM {n}^3 pipelined", "numba", "TFLOP/s",
+                   "error: no pipelined variant ran")
+            pipe_stages = 3
+        for stages, name in ((1, "sync"), (pipe_stages, "pipe")):
+            key = f"twin_sgemm_{name}_{n}"
+            label = f"SGEMM {n}^3 CUDA C++, " + ("synchronous" if stages == 1 else f"{stages} stages")
+            try:
+                tw = r.twins()
+                launch = (lambda s=stages: tw.sgemm(ptr(AT), ptr(B), ptr(C), M, N, K, s))
+                r.measure(key, label, "cuda-c++", "TFLOP/s", work, launch, check_gemm(launch),
+                          config={"stages": stages, "M": M, "N": N, "K": K}, reps=5 if r.quick else 10)
+            except Exception as e:
+                r.fail(key, label, "cuda-c++", "TFLOP/s", f"error: {type(e).__name__}: {e}")
+        del AT, B, C
+
+
+# --- stencil ----------------------------------------------------------------------
+
+def suite_stencil(r: Recorder) -> None:
+    from numba import cuda
+
+    from ..examples import stencil as st
+    from . import devutil as du
+    from .twins import ptr
+
+    H, W = r.sizes["stencil"]
+    st.check_shape(H, W)
+    a, b = STENCIL_AB
+    u = cuda.device_array((H, W), np.float32)
+    out = cuda.device_array((H, W), np.float32)
+    du.fill_random(u)
+    rng = np.random.default_rng()
+    rows = sorted({0, H - 1, *map(int, rng.integers(1, H - 1, 6))})
+    refs = {}
+    for i in rows:
+        lo, hi = max(i - 1, 0), min(i + 2, H)
+        band = u[lo:hi].copy_to_host()
+        refs[i] = st.reference(band, a, b)[i - lo] if 0 < i < H - 1 else band[i - lo].astype(np.float64)
+    work = 2 * H * W * 4
+    r.info["stencil_shape"] = [H, W]
+
+    def check_stencil(launch) -> Callable[[], str]:
+        def check():
+            du.poison(out)
+            launch()
+            cuda.synchronize()
+            unwritten = du.nans(out)
+            if unwritten:
+                raise AssertionError(f"{unwritten} points of out were not written")
+            worst = 0.0
+            for i in rows:
+                got = out[i].copy_to_host().astype(np.float64)
+                worst = max(worst, float(np.max(np.abs(got - refs[i]))))
+            if not worst < 1e-5:
+                raise AssertionError(f"max abs error {worst:.2e} on sampled rows (limit 1e-5)")
+            return f"every point written; max abs error {worst:.1e} on rows {rows}"
+        return check
+
+    fa32, fb32 = np.float32(a), np.float32(b)
+    kernels = {
+        "async": (st.stencil_async, st.grid_async(H, W), st.BLOCK_ASYNC, "cp.async halo tiles"),
+        "plain": (st.stencil_plain, st.grid_plain(H, W), st.BLOCK_PLAIN, "plain Numba"),
+    }
+    for name, (fn, grid, block, what) in kernels.items():
+        key = f"numba_stencil_{name}"
+        try:
+            kern = cuda.jit(st.SIGNATURE)(fn)
+            r.dump_code(key, kern)
+            launch = (lambda k=kern, g=grid, bl=block: k[g, bl](u, out, fa32, fb32))
+            r.measure(key, f"5-point stencil, {what}", "numba", "TB/s", work, launch,
+                      check_stencil(launch), config={"H": H, "W": W})
+        except Exception as e:
+            r.fail(key, f"5-point stencil, {what}", "numba", "TB/s", f"error: {type(e).__name__}: {e}")
+    for name in ("async", "plain"):
+        key = f"twin_stencil_{name}"
+        try:
+            tw = r.twins()
+            f = tw.stencil_async if name == "async" else tw.stencil_plain
+            launch = (lambda f=f: f(ptr(u), ptr(out), H, W, a, b))
+            r.measure(key, f"5-point stencil CUDA C++, {name}", "cuda-c++", "TB/s", work, launch,
+                      check_stencil(launch), config={"H": H, "W": W})
+        except Exception as e:
+            r.fail(key, f"5-point stencil CUDA C++, {name}", "cuda-c++", "TB/s",
+                   f"error: {type(e).__name__}: {e}")
+
+
+def device_info() -> dict:
+    from numba import cuda
+
+    import numba_asynccopy
+
+    dev = cuda.get_current_device()
+    name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+    info = {"device": name, "cc": list(dev.compute_capability), "sms": dev.MULTIPROCESSOR_COUNT,
+            "numba_asynccopy": numba_asynccopy.__version__}
+    try:
+        import numba_cuda
+
+        info["numba_cuda"] = getattr(numba_cuda, "__version__", "?")
+    except Exception:
+        pass
+    try:
+        import torch
+
+        info["torch"] = torch.__version__
+    except Exception:
+        info["torch"] = "not available"
+    return info
+
+
+SUITES: dict[str, Callable[[Recorder], None]] = {
+    "copy": suite_copy,
+    "sgemm": suite_sgemm,
+    "stencil": suite_stencil,
+}
+
+def suite_keys(name: str, quick: bool) -> list[str]:
+    """The measurement keys a suite records (to report a suite that died early)."""
+    sizes = SIZES["quick" if quick else "full"]
+    if name == "copy":
+        return ["torch_copy", "numba_staged_copy", "twin_staged_copy"]
+    if name == "sgemm":
+        return [f"{p}_{n}" for n in sizes["sgemm"] for p in (
+            "cublas_sgemm", "numba_sgemm_sync", "numba_sgemm_pipe", "twin_sgemm_sync",
+            "twin_sgemm_pipe")]
+    if name == "stencil":
+        return ["numba_stencil_async", "numba_stencil_plain", "twin_stencil_async",
+                "twin_stencil_plain"]
+    return []
+
+
+def run_suite(name: str, out: Path, quick: bool, budget_s: float, twins_path: str | None) -> int:
+    """Child-process entry: run one suite, write ``out`` (JSON)."""
+    r = Recorder(out, quick, time.monotonic() + budget_s, twins_path)
+    try:
+        r.info = device_info()
+        print(f"[{name}] on {r.info['device']}", flush=True)
+        SUITES[name](r)
+    except Exception as e:
+        r.info["suite_error"] = f"{type(e).__name__}: {e}".splitlines()[0]
+        with open(out.with_suffix(".log"), "a") as log:
+            log.write(f"--- suite {name}\n{traceback.format_exc()}\n")
+        print(f"[{name}] suite error: {r.info['suite_error']}", flush=True)
+    r.save()
+    return 0

@@ -1,0 +1,228 @@
+// CUDA C++ twins of the example kernels (numba_asynccopy/examples), for the
+// benchmark: the same algorithms, tile shapes and launch shapes, written the
+// way a CUDA C++ programmer would (cp.async through the pipeline primitives,
+// float4/uint4 vector accesses).  Built by the benchmark with nvcc on the
+// device (sm_90a) into a shared library; each extern "C" launcher enqueues one
+// launch on the legacy default stream and returns cudaGetLastError().
+#include <cuda_runtime.h>
+#include <cuda_pipeline_primitives.h>
+#include <stdint.h>
+
+// --- staged copy ------------------------------------------------------------
+// Mirror of examples/staged_copy.py with chunk_bytes = 16.
+template <int STAGES, int BLOCK, int PT>
+__global__ void __launch_bounds__(BLOCK)
+staged_copy_k(const uint32_t* __restrict__ src, uint32_t* __restrict__ dst, long long n) {
+    __shared__ __align__(16) uint4 ring[STAGES][PT][BLOCK];
+    const int tid = threadIdx.x;
+    const long long tile = (long long)BLOCK * PT * 4;  // words
+    const long long ntiles = n / tile;
+    const long long first = blockIdx.x, step = gridDim.x;
+    const uint4* s4 = reinterpret_cast<const uint4*>(src);
+    uint4* d4 = reinterpret_cast<uint4*>(dst);
+    for (int s = 0; s < STAGES - 1; ++s) {
+        long long t = first + s * step;
+        if (t < ntiles) {
+#pragma unroll
+            for (int k = 0; k < PT; ++k)
+                __pipeline_memcpy_async(&ring[s][k][tid], &s4[t * BLOCK * PT + k * BLOCK + tid], 16);
+        }
+        __pipeline_commit();
+    }
+    long long i = 0;
+    for (long long t = first; t < ntiles; t += step, ++i) {
+        long long nt = t + (STAGES - 1) * step;
+        int slot = (int)((i + STAGES - 1) % STAGES);
+        if (nt < ntiles) {
+#pragma unroll
+            for (int k = 0; k < PT; ++k)
+                __pipeline_memcpy_async(&ring[slot][k][tid], &s4[nt * BLOCK * PT + k * BLOCK + tid], 16);
+        }
+        __pipeline_commit();
+        __pipeline_wait_prior(STAGES - 1);
+        int cur = (int)(i % STAGES);
+#pragma unroll
+        for (int k = 0; k < PT; ++k) d4[t * BLOCK * PT + k * BLOCK + tid] = ring[cur][k][tid];
+    }
+    __pipeline_wait_prior(0);
+    for (long long j = ntiles * tile + first * BLOCK + tid; j < n; j += step * BLOCK) dst[j] = src[j];
+}
+
+#define COPY_CASE(S, B, P)                                                        \
+    if (stages == S && block == B && per_thread == P) {                           \
+        staged_copy_k<S, B, P><<<grid, B>>>((const uint32_t*)src, (uint32_t*)dst, n); \
+        return (int)cudaGetLastError();                                           \
+    }
+
+// The configurations of staged_copy.SWEEP (stages, block, per_thread).
+extern "C" int twin_staged_copy(const void* src, void* dst, long long n, int stages, int block,
+                                int per_thread, int grid) {
+    COPY_CASE(4, 256, 1)
+    COPY_CASE(4, 256, 2)
+    COPY_CASE(4, 128, 4)
+    COPY_CASE(3, 256, 4)
+    COPY_CASE(6, 128, 2)
+    return -1;  // configuration not instantiated
+}
+
+// --- SGEMM --------------------------------------------------------------------
+// Mirror of examples/sgemm.py: C (M,N) = AT(K,M)^T @ B(K,N), 128x128x8 tiles,
+// 256 threads, 8x8 accumulators; STAGES == 1 is the synchronous variant.
+template <int STAGES>
+__device__ __forceinline__ void multiply(float (*As)[8][128], float (*Bs)[8][128], int slot,
+                                         float acc[8][8], int ty, int tx) {
+    for (int k = 0; k < 8; ++k) {
+        float4 a0 = *reinterpret_cast<const float4*>(&As[slot][k][4 * ty]);
+        float4 a1 = *reinterpret_cast<const float4*>(&As[slot][k][64 + 4 * ty]);
+        float4 b0 = *reinterpret_cast<const float4*>(&Bs[slot][k][4 * tx]);
+        float4 b1 = *reinterpret_cast<const float4*>(&Bs[slot][k][64 + 4 * tx]);
+        float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+        float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+#pragma unroll
+            for (int j = 0; j < 8; ++j) acc[i][j] += a[i] * b[j];
+    }
+}
+
+template <int STAGES>
+__global__ void __launch_bounds__(256)
+sgemm_k(const float* __restrict__ AT, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K) {
+    __shared__ __align__(16) float As[STAGES][8][128];
+    __shared__ __align__(16) float Bs[STAGES][8][128];
+    const int tid = threadIdx.x, ty = tid / 16, tx = tid % 16;
+    const int lr = tid / 32, lc = 4 * (tid % 32);
+    const int m0 = blockIdx.y * 128, n0 = blockIdx.x * 128;
+    const int ktiles = K / 8;
+    float acc[8][8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[i][j] = 0.f;
+    if (STAGES == 1) {
+        for (int kt = 0; kt < ktiles; ++kt) {
+            size_t k = (size_t)kt * 8 + lr;
+            float4 va = *reinterpret_cast<const float4*>(&AT[k * M + m0 + lc]);
+            float4 vb = *reinterpret_cast<const float4*>(&B[k * N + n0 + lc]);
+            *reinterpret_cast<float4*>(&As[0][lr][lc]) = va;
+            *reinterpret_cast<float4*>(&Bs[0][lr][lc]) = vb;
+            __syncthreads();
+            multiply<STAGES>(As, Bs, 0, acc, ty, tx);
+            __syncthreads();
+        }
+    } else {
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (s < ktiles) {
+                size_t k = (size_t)s * 8 + lr;
+                __pipeline_memcpy_async(&As[s][lr][lc], &AT[k * M + m0 + lc], 16);
+                __pipeline_memcpy_async(&Bs[s][lr][lc], &B[k * N + n0 + lc], 16);
+            }
+            __pipeline_commit();
+        }
+        for (int kt = 0; kt < ktiles; ++kt) {
+            __pipeline_wait_prior(STAGES > 2 ? STAGES - 2 : 0);
+            __syncthreads();
+            int nk = kt + STAGES - 1;
+            if (nk < ktiles) {
+                int s = nk % STAGES;
+                size_t k = (size_t)nk * 8 + lr;
+                __pipeline_memcpy_async(&As[s][lr][lc], &AT[k * M + m0 + lc], 16);
+                __pipeline_memcpy_async(&Bs[s][lr][lc], &B[k * N + n0 + lc], 16);
+            }
+            __pipeline_commit();
+            multiply<STAGES>(As, Bs, kt % STAGES, acc, ty, tx);
+        }
+        __pipeline_wait_prior(0);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            size_t r = (size_t)m0 + 64 * h + 4 * ty + i;
+            int ii = 4 * h + i;
+            *reinterpret_cast<float4*>(&C[r * N + n0 + 4 * tx]) =
+                make_float4(acc[ii][0], acc[ii][1], acc[ii][2], acc[ii][3]);
+            *reinterpret_cast<float4*>(&C[r * N + n0 + 64 + 4 * tx]) =
+                make_float4(acc[ii][4], acc[ii][5], acc[ii][6], acc[ii][7]);
+        }
+}
+
+extern "C" int twin_sgemm(const float* AT, const float* B, float* C, int M, int N, int K, int stages) {
+    dim3 grid(N / 128, M / 128);
+    switch (stages) {
+        case 1: sgemm_k<1><<<grid, 256>>>(AT, B, C, M, N, K); break;
+        case 2: sgemm_k<2><<<grid, 256>>>(AT, B, C, M, N, K); break;
+        case 3: sgemm_k<3><<<grid, 256>>>(AT, B, C, M, N, K); break;
+        case 4: sgemm_k<4><<<grid, 256>>>(AT, B, C, M, N, K); break;
+        default: return -1;
+    }
+    return (int)cudaGetLastError();
+}
+
+// --- stencil ------------------------------------------------------------------
+// Mirror of examples/stencil.py.
+#define TY 32
+#define TX 128
+#define HX 4
+#define SROWS (TY + 2)
+#define SCOLS (TX + 2 * HX)
+#define CPR (SCOLS / 4)
+
+__global__ void __launch_bounds__(256)
+stencil_async_k(const float* __restrict__ u, float* __restrict__ out, int H, int W, float a, float b) {
+    __shared__ __align__(16) float sh[SROWS][SCOLS];
+    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 32 + tx;
+    const int x0 = blockIdx.x * TX, y0 = blockIdx.y * TY;
+    for (int q = tid; q < SROWS * CPR; q += 256) {
+        int r = q / CPR, c = q - r * CPR;
+        int gy = y0 - 1 + r, gx = x0 - HX + 4 * c;
+        bool inside = gy >= 0 && gy < H && gx >= 0 && gx < W;
+        size_t off = inside ? (size_t)gy * W + gx : 0;
+        __pipeline_memcpy_async(&sh[r][4 * c], &u[off], 16, inside ? 0 : 16);
+    }
+    __pipeline_commit();
+    __pipeline_wait_prior(0);
+    __syncthreads();
+    const int gx = x0 + 4 * tx;
+    if (gx >= W) return;
+#pragma unroll
+    for (int p = 0; p < TY / 8; ++p) {
+        int row = ty + 8 * p, gy = y0 + row;
+        if (gy >= H) continue;
+        int sr = row + 1, sc = HX + 4 * tx;
+        float4 c = *reinterpret_cast<const float4*>(&sh[sr][sc]);
+        float4* dst = reinterpret_cast<float4*>(&out[(size_t)gy * W + gx]);
+        if (gy == 0 || gy == H - 1) { *dst = c; continue; }
+        float4 n = *reinterpret_cast<const float4*>(&sh[sr - 1][sc]);
+        float4 s = *reinterpret_cast<const float4*>(&sh[sr + 1][sc]);
+        float left = sh[sr][sc - 1], right = sh[sr][sc + 4];
+        float4 o;
+        o.x = a * c.x + b * (n.x + s.x + left + c.y);
+        o.y = a * c.y + b * (n.y + s.y + c.x + c.z);
+        o.z = a * c.z + b * (n.z + s.z + c.y + c.w);
+        o.w = a * c.w + b * (n.w + s.w + c.z + right);
+        if (gx == 0) o.x = c.x;
+        if (gx + 3 == W - 1) o.w = c.w;
+        *dst = o;
+    }
+}
+
+__global__ void stencil_plain_k(const float* __restrict__ u, float* __restrict__ out, int H, int W, float a, float b) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i >= H || j >= W) return;
+    size_t o = (size_t)i * W + j;
+    if (i == 0 || j == 0 || i == H - 1 || j == W - 1) out[o] = u[o];
+    else out[o] = a * u[o] + b * (u[o - W] + u[o + W] + u[o - 1] + u[o + 1]);
+}
+
+extern "C" int twin_stencil_async(const float* u, float* out, int H, int W, float a, float b) {
+    dim3 grid((W + TX - 1) / TX, (H + TY - 1) / TY);
+    stencil_async_k<<<grid, dim3(32, 8)>>>(u, out, H, W, a, b);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int twin_stencil_plain(const float* u, float* out, int H, int W, float a, float b) {
+    dim3 grid((W + 31) / 32, (H + 7) / 8);
+    stencil_plain_k<<<grid, dim3(32, 8)>>>(u, out, H, W, a, b);
+    return (int)cudaGetLastError();
+}

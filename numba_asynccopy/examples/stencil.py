@@ -1,0 +1,128 @@
+"""2-D 5-point stencil, with cp.async halo tiles and as plain Numba.
+
+``out[i, j] = a * u[i, j] + b * (u[i-1, j] + u[i+1, j] + u[i, j-1] + u[i, j+1])``
+on interior points; boundary points (first/last row and column) are copied
+(``out = u`` there).  ``u`` and ``out`` are float32 (H, W), row-major.
+
+- ``stencil_async``: a block of (32, 8) threads owns a 32x128 tile of ``out``.
+  It copies the (32+2)x(128+8) input window (one halo row above and below,
+  one 16-byte chunk of halo columns left and right, so every chunk stays
+  16-byte aligned) into shared memory with cp.async, zero-filling chunks
+  outside the array with ``src_size=0``; then each thread computes a 4x4
+  patch (four rows, four adjacent columns) from shared memory and writes it
+  with 16-byte stores.  Needs ``W % 4 == 0``; H and W need not be multiples
+  of the tile.
+- ``stencil_plain``: one thread per point, reading its five inputs straight
+  from global memory (the caches catch the re-reads).
+
+Example::
+
+    from numba import cuda
+    from numba_asynccopy.examples import stencil
+
+    k = cuda.jit(stencil.SIGNATURE)(stencil.stencil_async)
+    k[stencil.grid_async(H, W), stencil.BLOCK_ASYNC](u, out, 0.5, 0.125)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda, types
+
+import numba_asynccopy as ac
+
+from ._vec import load4, store4
+
+TY = 32           # tile rows
+TX = 128          # tile columns
+HX = 4            # halo columns each side (one 16-byte chunk)
+SROWS = TY + 2
+SCOLS = TX + 2 * HX
+CHUNKS_PER_ROW = SCOLS // 4
+BLOCK_ASYNC = (32, 8)
+BLOCK_PLAIN = (32, 8)
+
+
+def stencil_async(u, out, a, b):
+    sh = cuda.shared.array((SROWS, SCOLS), np.float32, alignment=16)
+    H = u.shape[0]
+    W = u.shape[1]
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    tid = ty * 32 + tx
+    x0 = cuda.blockIdx.x * TX
+    y0 = cuda.blockIdx.y * TY
+    # the halo window, 16-byte chunks spread over the block (coalesced rows)
+    for q in range(tid, SROWS * CHUNKS_PER_ROW, 256):
+        r = q // CHUNKS_PER_ROW
+        c = q - r * CHUNKS_PER_ROW
+        gy = y0 - 1 + r
+        gx = x0 - HX + 4 * c
+        inside = gy >= 0 and gy < H and gx >= 0 and gx < W
+        sy = gy if inside else 0
+        sx = gx if inside else 0
+        ac.cp_async(sh[r, 4 * c:4 * c + 4], u[sy, sx:sx + 4], 16, src_size=16 if inside else 0)
+    ac.commit_group()
+    ac.wait_group(0)
+    cuda.syncthreads()
+    gx = x0 + 4 * tx
+    if gx < W:
+        for p in range(TY // 8):
+            row = ty + 8 * p
+            gy = y0 + row
+            if gy < H:
+                sr = row + 1
+                sc = HX + 4 * tx
+                c0, c1, c2, c3 = load4(sh, (sr, sc))
+                if gy == 0 or gy == H - 1:
+                    store4(out, (gy, gx), (c0, c1, c2, c3))
+                else:
+                    n0, n1, n2, n3 = load4(sh, (sr - 1, sc))
+                    s0, s1, s2, s3 = load4(sh, (sr + 1, sc))
+                    left = sh[sr, sc - 1]
+                    right = sh[sr, sc + 4]
+                    o0 = a * c0 + b * (n0 + s0 + left + c1)
+                    o1 = a * c1 + b * (n1 + s1 + c0 + c2)
+                    o2 = a * c2 + b * (n2 + s2 + c1 + c3)
+                    o3 = a * c3 + b * (n3 + s3 + c2 + right)
+                    if gx == 0:
+                        o0 = c0
+                    if gx + 3 == W - 1:
+                        o3 = c3
+                    store4(out, (gy, gx), (o0, o1, o2, o3))
+
+
+def stencil_plain(u, out, a, b):
+    j, i = cuda.grid(2)
+    H = u.shape[0]
+    W = u.shape[1]
+    if i < H and j < W:
+        if i == 0 or j == 0 or i == H - 1 or j == W - 1:
+            out[i, j] = u[i, j]
+        else:
+            out[i, j] = a * u[i, j] + b * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1])
+
+
+SIGNATURE = (types.float32[:, ::1], types.float32[:, ::1], types.float32, types.float32)
+
+
+def grid_async(H: int, W: int) -> tuple[int, int]:
+    return ((W + TX - 1) // TX, (H + TY - 1) // TY)
+
+
+def grid_plain(H: int, W: int) -> tuple[int, int]:
+    return ((W + BLOCK_PLAIN[0] - 1) // BLOCK_PLAIN[0], (H + BLOCK_PLAIN[1] - 1) // BLOCK_PLAIN[1])
+
+
+def check_shape(H: int, W: int) -> None:
+    if H < 1 or W < 4 or W % 4:
+        raise ValueError(f"stencil_async needs W a positive multiple of 4; got H={H}, W={W}")
+
+
+def reference(u: np.ndarray, a: float, b: float) -> np.ndarray:
+    """The stencil in float64 numpy."""
+    u64 = u.astype(np.float64)
+    out = u64.copy()
+    out[1:-1, 1:-1] = a * u64[1:-1, 1:-1] + b * (u64[:-2, 1:-1] + u64[2:, 1:-1]
+                                                 + u64[1:-1, :-2] + u64[1:-1, 2:])
+    return out

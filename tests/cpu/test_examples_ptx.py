@@ -1,0 +1,249 @@
+"""The example kernels compile without a GPU: the asynchronous instructions
+each should emit are in the PTX, ptxas assembles it with no local memory,
+the factories reject bad parameters, and the benchmark's report logic (rows,
+ratios, "not yet run" rows) works on synthetic measurements."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import numpy as np
+import pytest
+from numba import cuda, types
+
+from numba_asynccopy import toolchain
+from numba_asynccopy.examples import sgemm as sg
+from numba_asynccopy.examples import staged_copy as sc
+from numba_asynccopy.examples import stencil as st
+from numba_asynccopy.examples._vec import load4, store4
+
+from .helpers import instructions
+
+
+@lru_cache(maxsize=None)
+def ptx(key):
+    kind, *params = key
+    if kind == "copy":
+        return cuda.compile_ptx(sc.make_staged_copy(*params), sc.SIGNATURE, cc=(9, 0))[0]
+    if kind == "sgemm":
+        return cuda.compile_ptx(sg.make_sgemm(*params), sg.SIGNATURE, cc=(9, 0))[0]
+    fn = {"async": st.stencil_async, "plain": st.stencil_plain}[params[0]]
+    return cuda.compile_ptx(fn, st.SIGNATURE, cc=(9, 0))[0]
+
+
+def count(text, regex):
+    return len(instructions(text, regex))
+
+
+def assemble_clean(text):
+    """ptxas -v: assembles, and no stack frame or spills (registers only)."""
+    try:
+        _, log = toolchain.assemble(text, verbose=True)
+    except toolchain.ToolMissing as e:
+        pytest.skip(str(e))
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in log, log
+    return log
+
+
+@pytest.mark.parametrize("cfg", sc.SWEEP + ((3, 8, 128, 2), (2, 4, 64, 3)),
+                         ids=lambda c: "s{}_c{}_b{}_p{}".format(*c))
+def test_staged_copy_ptx(cfg):
+    stages, chunk, block, pt = cfg
+    text = ptx(("copy", *cfg))
+    cache = "cg" if chunk == 16 else "ca"
+    copies = instructions(text, r"cp\.async\.c[ag]\.shared\.global")
+    assert copies and all(c.startswith(f"cp.async.{cache}.shared.global ") and c.endswith(f", {chunk}")
+                          for c in copies), copies
+    assert instructions(text, r"cp\.async\.wait_group") == [f"cp.async.wait_group {stages - 1}"]
+    assert count(text, r"cp\.async\.commit_group") >= 2
+    assert count(text, r"cp\.async\.wait_all") == 1
+    assert count(text, r"bar\.sync") == 0  # a thread reads only its own copies
+    if chunk == 16:
+        assert count(text, r"st\.global\.v4\.u32") == pt
+        assert count(text, r"ld\.shared\.v4\.u32") == pt
+    assert "ld.local" not in text and "st.local" not in text
+    assemble_clean(text)
+
+
+def test_staged_copy_rejects_bad_parameters():
+    with pytest.raises(ValueError, match="stages must be >= 2"):
+        sc.make_staged_copy(1)
+    with pytest.raises(ValueError, match="static shared"):
+        sc.make_staged_copy(8, 16, 256, 4)
+    with pytest.raises(ValueError, match="chunk_bytes"):
+        sc.make_staged_copy(4, 12)
+    assert sc.smem_bytes(4, 16, 256, 2) == 32768
+    assert sc.grid_for(4, 16, 256, 2, sms=132) == 132 * 6
+
+
+@pytest.mark.parametrize("stages", [1, 2, 3, 4])
+def test_sgemm_ptx(stages):
+    text = ptx(("sgemm", stages))
+    assert count(text, r"fma\.rn\.f32") == 64  # one k-step of the 8x8 accumulator
+    assert count(text, r"ld\.shared\.v4\.f32") == 4
+    assert count(text, r"st\.global\.v4\.f32") == 16
+    if stages == 1:
+        assert count(text, r"cp\.async") == 0
+        assert count(text, r"ld\.global\.v4\.f32") == 2
+        assert count(text, r"st\.shared\.v4\.f32") == 2
+        assert count(text, r"bar\.sync") == 2
+    else:
+        copies = instructions(text, r"cp\.async\.cg\.shared\.global")
+        assert copies and all(c.endswith(", 16") for c in copies)
+        assert instructions(text, r"cp\.async\.wait_group") == [f"cp.async.wait_group {stages - 2}"]
+        assert count(text, r"bar\.sync") == 1  # one barrier per k-tile
+        assert count(text, r"ld\.global") == 0
+    assert "ld.local" not in text and "st.local" not in text
+    log = assemble_clean(text)
+    regs = int(re.search(r"Used (\d+) registers", log).group(1))
+    assert regs <= 128, log  # two 256-thread blocks per multiprocessor
+
+
+def test_sgemm_rejects_bad_parameters():
+    with pytest.raises(ValueError, match="stages"):
+        sg.make_sgemm(0)
+    with pytest.raises(ValueError, match="48 KB"):
+        sg.make_sgemm(7)
+    with pytest.raises(ValueError, match="multiples"):
+        sg.check_shape(100, 128, 8)
+    assert sg.grid(256, 384) == (3, 2)
+
+
+def test_stencil_ptx():
+    text = ptx(("stencil", "async"))
+    copies = instructions(text, r"cp\.async\.cg\.shared\.global")
+    # zero-filled halo: every copy carries a run-time src_size operand
+    assert copies and all(re.search(r", 16, %r\d+$", c) for c in copies), copies
+    assert instructions(text, r"cp\.async\.wait_group") == ["cp.async.wait_group 0"]
+    assert count(text, r"bar\.sync") == 1
+    assert count(text, r"st\.global\.v4\.f32") >= 2
+    assemble_clean(text)
+    plain = ptx(("stencil", "plain"))
+    assert count(plain, r"cp\.async") == 0
+    assert count(plain, r"ld\.global\.f32") == 5
+    assemble_clean(plain)
+
+
+def test_stencil_reference_and_shape_rule():
+    u = np.arange(20, dtype=np.float32).reshape(4, 5)
+    ref = st.reference(u, 0.5, 0.125)
+    assert ref[1, 1] == 0.5 * 6 + 0.125 * (1 + 11 + 5 + 7)
+    assert np.array_equal(ref[0], u[0]) and np.array_equal(ref[:, -1], u[:, -1])
+    with pytest.raises(ValueError, match="multiple of 4"):
+        st.check_shape(8, 10)
+
+
+def test_vec_typing_errors():
+    def bad_dtype(a):
+        load4(a, 0)
+
+    with pytest.raises(Exception, match="load4: `arr` must be an array of a 4-byte dtype"):
+        cuda.compile_ptx(bad_dtype, (types.float64[::1],), cc=(9, 0))
+
+    def bad_index(a):
+        store4(a, 0, (1.0, 2.0, 3.0, 4.0))
+
+    with pytest.raises(Exception, match="store4: `idx` must be 2 integer index"):
+        cuda.compile_ptx(bad_index, (types.float32[:, ::1],), cc=(9, 0))
+
+
+def test_twins_source_compiles():
+    from numba_asynccopy.bench.twins import SOURCE, find_nvcc
+
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found")
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run([nvcc, "-O3", "-std=c++17", "-cubin", "-Xptxas", "-v",
+                               "-gencode=arch=compute_90a,code=sm_90a", "-o", f"{tmp}/t.cubin",
+                               str(SOURCE)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    # every staged-copy configuration the benchmark sweeps is instantiated
+    for stages, _, block, pt in sc.SWEEP:
+        assert f"staged_copy_kILi{stages}ELi{block}ELi{pt}E" in proc.stderr
+
+
+# --- the report side of the benchmark (no GPU) -----------------------------
+
+def test_report_rows_ratios_and_pending():
+    from numba_asynccopy.bench import report
+    from numba_asynccopy.bench.suites import Measurement
+
+    def ok(key, unit, figure, ms):
+        return Measurement(key, key, "numba", unit, 1.0, ms=ms, figure=figure)
+
+    results = {m.key: m for m in [
+        ok("torch_copy", "TB/s", 4.0, 1.0),
+        ok("numba_staged_copy", "TB/s", 3.8, 1.05),
+        Measurement("twin_staged_copy", "twin", "cuda-c++", "TB/s", status="error: CUDA error 700"),
+        ok("numba_stencil_async", "TB/s", 3.0, 1.0),
+        ok("numba_stencil_plain", "TB/s", 3.0, 1.0),
+    ]}
+    for m in report.pending_measurements():
+        results.setdefault(m.key, m)
+    rows = {(r.subject, r.peer): r for r in report.build_rows(results, report.comparisons(quick=True))}
+    r = rows[("numba_staged_copy", "torch_copy")]
+    assert r.ratio == pytest.approx(0.95) and r.verdict == "met"
+    assert rows[("numba_staged_copy", "twin")].verdict == "peer error: CUDA error 700"
+    assert rows[("numba_stencil_async", "numba_stencil_plain")].verdict == "MISSED"  # not faster
+    assert rows[("numba_stencil_async", "torch_copy")].ratio == pytest.approx(0.75)
+    bulk = [r for r in rows.values() if r.benchmark == "bulk copy"]
+    assert len(bulk) == 2 and all(r.verdict.startswith("not yet run: needs ac.cp_async_bulk_g2s")
+                                  for r in bulk)
+    launch = [r for r in rows.values() if r.benchmark == "launch with a cluster shape"]
+    assert launch and launch[0].target == "<= 1.2"
+    table = report.format_table(list(rows.values()))
+    assert table.count("\n") == len(rows) + 1
+    assert "SGEMM 1024^3 pipelined" in table  # missing measurements still get their rows
+
+
+def test_report_time_ratio_for_lower_is_better():
+    from numba_asynccopy.bench import report
+    from numba_asynccopy.bench.suites import Measurement
+
+    res = {"a": Measurement("a", "a", "numba", "ms", ms=0.011, figure=1.0),
+           "b": Measurement("b", "b", "numba", "ms", ms=0.010, figure=1.0)}
+    (row,) = report.build_rows(res, [report.Comparison("launch", "a", "b", 1.2, "lower")])
+    assert row.ratio == pytest.approx(1.1) and row.verdict == "met"
+    assert row.figure == "11.0 us"
+
+
+def test_bench_device_helpers_compile():
+    from numba_asynccopy.bench import devutil as du
+
+    sigs = {
+        du._fill_random_u32: (types.uint32[::1], types.uint64),
+        du._fill_random_f32: (types.float32[::1], types.uint64),
+        du._fill_u32: (types.uint32[::1], types.uint32),
+        du._count_mismatch: (types.uint32[::1], types.uint32[::1], types.uint64[::1]),
+        du._count_nan: (types.float32[::1], types.uint64[::1]),
+    }
+    for k, sig in sigs.items():
+        text = cuda.compile_ptx(k.py_func, sig, cc=(9, 0))[0]
+        if k is not du._fill_random_f32:  # integer hashing must stay integer
+            assert "cvt.rn.f64" not in text and "cvt.rn.f32" not in text, k
+
+
+def test_bench_without_gpu_still_prints_its_table(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from ..conftest import HAVE_GPU, ROOT
+
+    if HAVE_GPU:
+        pytest.skip("runs the real benchmark where a GPU is present")
+    proc = subprocess.run([sys.executable, "-m", "numba_asynccopy.bench", "--quick", "--only", "stencil",
+                           "--no-twins", "--out", str(tmp_path)], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert proc.returncode == 1, proc.stderr  # the stencil rows failed: no GPU
+    assert "Traceback" not in proc.stdout
+    assert "| stencil (cp.async halo)" in proc.stdout and "not yet run: needs ac." in proc.stdout
+    data = json.loads((tmp_path / "results.json").read_text())
+    status = {m["key"]: m["status"] for m in data["measurements"]}
+    assert status["numba_stencil_async"].startswith("error:")
+    assert status["numba_tma_copy"].startswith("not yet run")

@@ -1,0 +1,152 @@
+"""The example kernels on the GPU: fresh random inputs, poisoned outputs,
+numpy references.  Sizes are small so that the compute-sanitizer runs
+(``make gpu-sanitize``) stay quick; the CUDA C++ twins of the benchmark are
+checked the same way when nvcc is there."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import numba_asynccopy as ac
+from numba_asynccopy.examples import sgemm as sg
+from numba_asynccopy.examples import staged_copy as sc
+from numba_asynccopy.examples import stencil as st
+
+pytestmark = pytest.mark.gpu
+
+rng = np.random.default_rng()  # fresh data every run
+POISON = np.uint32(0xFFC00000)  # a float32 NaN
+
+
+def poisoned(shape, dtype):
+    out = np.empty(shape, dtype)
+    out.view(np.uint32)[...] = POISON
+    return out
+
+
+COPY_CONFIGS = list(sc.SWEEP) + [(3, 8, 128, 2), (2, 4, 64, 3)]
+
+
+@pytest.mark.parametrize("cfg", COPY_CONFIGS, ids=lambda c: "s{}_c{}_b{}_p{}".format(*c))
+@pytest.mark.parametrize("checked", [False, True])
+def test_staged_copy(cfg, checked):
+    stages, chunk, block, pt = cfg
+    tile = sc.tile_words(chunk, block, pt)
+    # several tiles per block (grid stride), the ring wrapping, and a tail
+    n = tile * int(rng.integers(7, 12)) + int(rng.integers(1, tile))
+    src = rng.integers(0, 2**32, n, dtype=np.uint32)
+    with ac.checked_mode(checked):
+        kernel = cuda.jit(sc.SIGNATURE)(sc.make_staged_copy(stages, chunk, block, pt))
+    d_dst = cuda.to_device(poisoned(n, np.uint32))
+    kernel[3, block](cuda.to_device(src), d_dst)
+    np.testing.assert_array_equal(d_dst.copy_to_host(), src)
+
+
+@pytest.mark.parametrize("stages", [1, 2, 3, 4])
+def test_sgemm(stages):
+    M, N, K = 256, 384, 72  # 9 k-tiles: more than the stages in flight
+    AT = rng.uniform(-1, 1, (K, M)).astype(np.float32)
+    B = rng.uniform(-1, 1, (K, N)).astype(np.float32)
+    kernel = cuda.jit(sg.SIGNATURE)(sg.make_sgemm(stages))
+    d_c = cuda.to_device(poisoned((M, N), np.float32))
+    kernel[sg.grid(M, N), sg.BLOCK](cuda.to_device(AT), cuda.to_device(B), d_c)
+    got = d_c.copy_to_host()
+    assert not np.isnan(got).any(), "unwritten elements of C"
+    ref = AT.T.astype(np.float64) @ B.astype(np.float64)
+    err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+    assert err < 1e-5, err
+
+
+def test_sgemm_checked_mode():
+    M, N, K = 128, 128, 24
+    AT = rng.uniform(-1, 1, (K, M)).astype(np.float32)
+    B = rng.uniform(-1, 1, (K, N)).astype(np.float32)
+    with ac.checked_mode(True):
+        kernel = cuda.jit(sg.SIGNATURE)(sg.make_sgemm(3))
+    d_c = cuda.to_device(poisoned((M, N), np.float32))
+    kernel[sg.grid(M, N), sg.BLOCK](cuda.to_device(AT), cuda.to_device(B), d_c)
+    ref = AT.T.astype(np.float64) @ B.astype(np.float64)
+    np.testing.assert_allclose(d_c.copy_to_host(), ref, rtol=1e-4, atol=1e-5)
+
+
+STENCIL_SHAPES = [(70, 264), (33, 128), (1, 4), (3, 8)]
+
+
+@pytest.mark.parametrize("shape", STENCIL_SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("variant", ["async", "plain"])
+def test_stencil(variant, shape):
+    H, W = shape
+    u = rng.uniform(-1, 1, (H, W)).astype(np.float32)
+    a, b = float(rng.uniform(0.2, 0.8)), float(rng.uniform(0.05, 0.2))
+    fn = st.stencil_async if variant == "async" else st.stencil_plain
+    grid = st.grid_async(H, W) if variant == "async" else st.grid_plain(H, W)
+    block = st.BLOCK_ASYNC if variant == "async" else st.BLOCK_PLAIN
+    kernel = cuda.jit(st.SIGNATURE)(fn)
+    d_out = cuda.to_device(poisoned((H, W), np.float32))
+    kernel[grid, block](cuda.to_device(u), d_out, np.float32(a), np.float32(b))
+    got = d_out.copy_to_host()
+    assert not np.isnan(got).any(), "unwritten points"
+    ref = st.reference(u, np.float32(a), np.float32(b))
+    np.testing.assert_allclose(got, ref, rtol=0, atol=2e-6)
+
+
+def test_stencil_async_checked_mode():
+    H, W = 40, 136
+    u = rng.uniform(-1, 1, (H, W)).astype(np.float32)
+    with ac.checked_mode(True):
+        kernel = cuda.jit(st.SIGNATURE)(st.stencil_async)
+    d_out = cuda.to_device(poisoned((H, W), np.float32))
+    kernel[st.grid_async(H, W), st.BLOCK_ASYNC](cuda.to_device(u), d_out, np.float32(0.5),
+                                                np.float32(0.125))
+    np.testing.assert_allclose(d_out.copy_to_host(), st.reference(u, 0.5, 0.125), rtol=0, atol=2e-6)
+
+
+@pytest.fixture(scope="module")
+def twins(tmp_path_factory):
+    from numba_asynccopy.bench.twins import Build, TwinError, find_nvcc
+
+    if find_nvcc() is None:
+        pytest.skip("nvcc not found")
+    cc = cuda.get_current_device().compute_capability
+    try:
+        return Build(tmp_path_factory.mktemp("twins"), tuple(cc[:2])).library()
+    except TwinError as e:
+        pytest.fail(str(e))
+
+
+def _ptr(a):
+    return a.__cuda_array_interface__["data"][0]
+
+
+def test_twins_match_numpy(twins):
+    # staged copy, every configuration the benchmark may pick
+    for stages, chunk, block, pt in sc.SWEEP:
+        n = sc.tile_words(chunk, block, pt) * 5 + 77
+        src = rng.integers(0, 2**32, n, dtype=np.uint32)
+        d_src, d_dst = cuda.to_device(src), cuda.to_device(poisoned(n, np.uint32))
+        twins.staged_copy(_ptr(d_src), _ptr(d_dst), n, stages, block, pt, 2)
+        cuda.synchronize()
+        np.testing.assert_array_equal(d_dst.copy_to_host(), src)
+    # sgemm
+    M, N, K = 128, 256, 40
+    AT = rng.uniform(-1, 1, (K, M)).astype(np.float32)
+    B = rng.uniform(-1, 1, (K, N)).astype(np.float32)
+    ref = AT.T.astype(np.float64) @ B.astype(np.float64)
+    for stages in (1, 2, 3, 4):
+        d_c = cuda.to_device(poisoned((M, N), np.float32))
+        d_at, d_b = cuda.to_device(AT), cuda.to_device(B)
+        twins.sgemm(_ptr(d_at), _ptr(d_b), _ptr(d_c), M, N, K, stages)
+        cuda.synchronize()
+        got = d_c.copy_to_host()
+        assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1e-5, stages
+    # stencil
+    H, W = 70, 264
+    u = rng.uniform(-1, 1, (H, W)).astype(np.float32)
+    ref = st.reference(u, 0.5, 0.125)
+    for f in (twins.stencil_async, twins.stencil_plain):
+        d_u, d_out = cuda.to_device(u), cuda.to_device(poisoned((H, W), np.float32))
+        f(_ptr(d_u), _ptr(d_out), H, W, 0.5, 0.125)
+        cuda.synchronize()
+        np.testing.assert_allclose(d_out.copy_to_host(), ref, rtol=0, atol=2e-6)
