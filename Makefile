@@ -1,6 +1,6 @@
 # Two commands do all the set-up on a fresh machine:
 #   make demo   runs python -m numba_asynccopy
-#   make test   runs the test suite (no GPU needed)
+#   make test   runs the test suite (no GPU needed), then tests/sim in the CUDA simulator
 # Both create or refresh .venv by themselves.
 PYTHON ?= python3
 VENV := .venv
@@ -18,8 +18,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m numba_asynccopy
 
+# tests/sim need the simulator on before numba.cuda is imported: own process
 test: $(STAMP)
 	$(PY) -m pytest -ra -q
+	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -ra -q tests/sim
 
 # --- on the device machine (see README, "Development") -------------------
 # Uses the machine's python3 and packages plus the wheels carried in .whl.

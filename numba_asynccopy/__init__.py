@@ -70,8 +70,6 @@ from .tensor import (
     prefetch_tensormap,
 )
 
-_patch_cache_key(_checked.cache_key)
-_host_launch.install()
 
 __all__ = [
     "ClusterLaunchError",
@@ -140,4 +138,15 @@ __all__ = [
     "wait_all",
     "wait_group",
     "wait_timeout_ns",
+    "sim",
 ]
+
+from . import sim
+
+if sim.ENABLED:
+    # NUMBA_ENABLE_CUDASIM=1: the same names become pure-Python versions
+    # (validation reused from the modules above), so kernels run unchanged.
+    globals().update(sim.implementations(globals()))
+else:
+    _patch_cache_key(_checked.cache_key)
+    _host_launch.install()

@@ -119,3 +119,47 @@ def store4(typingctx, arr, idx, values):
         return context.get_dummy_value()
 
     return types.void(arr, idx, values), codegen
+
+
+# --- CUDA simulator (NUMBA_ENABLE_CUDASIM=1): the same contract on numpy views
+from .. import sim as _sim  # noqa: E402
+
+if _sim.ENABLED:
+    from ..sim import _runtime as _rt
+
+    _device = {"load4": load4, "store4": store4}
+
+    def _sim_index(api: str, arr, idx, *extra):
+        (a, i, *_), _ = _rt.validate(_device[api], arr, idx, *extra)
+        i = tuple(int(x) for x in (i if isinstance(i, tuple) else (i,)))
+        addr = _rt.address(a) + sum(x * s for x, s in zip(i, a.strides))
+        # the simulator always checks what checked mode traps on
+        if addr % 16:
+            raise _rt.violation(api, f"the 16 bytes at 0x{addr:x} are not 16-byte aligned")
+        if i[-1] + 4 > a.shape[-1]:
+            raise _rt.violation(
+                api, f"elements idx..idx+3 pass the end of the last axis ({a.shape[-1]} elements)")
+        if a.strides[-1] != 4 and a.shape[-1] > 1:
+            raise _rt.violation(api, f"the last axis is not contiguous (stride {a.strides[-1]} bytes)")
+        return a, i[:-1], i[-1]
+
+    def load4(arr, idx):  # noqa: F811
+        """Simulator version of ``load4``.
+
+        Example::
+
+            a0, a1, a2, a3 = load4(sh, (k, 4 * tx))
+        """
+        a, head, j = _sim_index("load4", arr, idx)
+        return tuple(a[head + (j + d,)] for d in range(4))
+
+    def store4(arr, idx, values):  # noqa: F811
+        """Simulator version of ``store4``.
+
+        Example::
+
+            store4(dst, (row, 4 * tx), (v0, v1, v2, v3))
+        """
+        a, head, j = _sim_index("store4", arr, idx, values)
+        for d in range(4):
+            a[head + (j + d,)] = values[d]

@@ -23,9 +23,15 @@ from numba.cuda import dispatcher as _dispatcher
 # (``_Kernel.__init__``), ``cuda.compile``/``compile_ptx`` (kernel unless
 # ``device=True``) and a device function's compile.  The innermost one on
 # the Python stack owns the function being lowered.
-_KERNEL_INIT = inspect.unwrap(_dispatcher._Kernel.__init__).__code__
-_COMPILE = inspect.unwrap(_compiler.compile).__code__
-_COMPILE_DEVICE = inspect.unwrap(_dispatcher.CUDADispatcher.compile_device).__code__
+# Under the CUDA simulator (NUMBA_ENABLE_CUDASIM=1) none of these exist and
+# nothing is lowered; the simulator implementations take over.
+SIMULATOR = not hasattr(_dispatcher, "_Kernel")
+if SIMULATOR:
+    _KERNEL_INIT = _COMPILE = _COMPILE_DEVICE = None
+else:
+    _KERNEL_INIT = inspect.unwrap(_dispatcher._Kernel.__init__).__code__
+    _COMPILE = inspect.unwrap(_compiler.compile).__code__
+    _COMPILE_DEVICE = inspect.unwrap(_dispatcher.CUDADispatcher.compile_device).__code__
 
 
 def compiling_kernel() -> bool | None:

@@ -128,11 +128,16 @@ def drop_phases(res):
     else:
         ac.mbarrier_arrive(bar[0:], 1)
     ac.mbarrier_wait_parity(bar[0:], 0)
+    # a parity wait tells only two phases apart: no lane may start the next
+    # phase's arrivals before every lane has passed this wait (the simulator
+    # found lanes falling two phases behind without these syncs)
+    cuda.syncthreads()
     # phase 1 expects only 16 now: 16 arrivals of the remaining lanes complete it
     if tid >= 16:
         ac.mbarrier_arrive(bar[0:])
         ac.mbarrier_wait_parity(bar[0:], 1)
         res[tid] = 1
+    cuda.syncthreads()
     # phase 2: 8 arrivals with count 2 each complete it too
     if tid >= 24:
         ac.mbarrier_arrive(bar[0:], 2)

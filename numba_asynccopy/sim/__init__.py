@@ -1,0 +1,126 @@
+"""Run async-copy kernels in numba-cuda's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``).
+
+When the simulator is enabled before ``import numba_asynccopy``, every
+public intrinsic name of the package is bound to a pure-Python version from
+this package (one module per family, mirroring the device modules), so the
+same kernel source runs unchanged.  Each call runs the device intrinsic's
+own typing on Numba types made from the Python values (same errors, same
+text), then the run-time rules that checked mode traps on, raised as
+:class:`SimulatorError` with the trap's text.
+
+Schedules (:func:`set_schedule`, or ``NUMBA_ASYNCCOPY_SIM_SCHEDULE``):
+
+- ``"worst"`` (default): an asynchronous copy lands only when the program
+  waits for it correctly: its cp.async group is retired by ``wait_group`` /
+  ``wait_all``, or the barrier phase tracking it completes.  Until then
+  its destination bytes are :data:`POISON_BYTE` (``0xFF``: NaN for floats,
+  all ones for integers).  A kernel that reads too early reads poison.
+- ``"eager"``: copies land when issued, as if the memory system were
+  infinitely fast; a kernel that passes eagerly but fails in the worst
+  schedule depends on timing.
+
+Barriers keep exact phase, arrival and transaction-byte counts.  A wait
+that can never be satisfied (every thread of the block blocked) raises
+:class:`DeadlockError` naming the barrier, its phase, the expected and
+arrived counts, the transaction bytes and the source line of the wait.
+
+The simulator also accepts ``alignment=`` on ``cuda.shared.array`` /
+``cuda.local.array`` (numba-cuda's simulator rejects it); a shared array
+without it gets only its dtype's alignment, off any larger boundary.
+
+Example::
+
+    # NUMBA_ENABLE_CUDASIM=1 python kernel.py
+    import numba_asynccopy as ac
+    ac.sim.set_schedule("worst")
+    kernel[1, 64](a, b)          # poison or DeadlockError if a wait is missing
+"""
+
+from __future__ import annotations
+
+from numba.cuda.core import config as _config
+
+from ._runtime import (
+    POISON_BYTE,
+    SCHEDULES,
+    DeadlockError,
+    SimulatorError,
+    get_schedule,
+    schedule,
+    set_schedule,
+)
+
+#: True when numba-cuda's simulator is enabled (read at import)
+ENABLED: bool = bool(_config.ENABLE_CUDASIM)
+
+#: families of the package that have no simulator implementation yet, and why
+UNSUPPORTED_FAMILIES = {
+    "cluster": "numba-cuda's simulator runs the blocks of a grid one after another, so the "
+               "blocks of a cluster never run together (cluster rank, barrier.cluster, "
+               "DSMEM and multicast are not simulated yet)",
+}
+
+
+def _family_modules():
+    from . import cp_async, fence, mbarrier
+
+    return (cp_async, fence, mbarrier)
+
+
+def supported() -> list[str]:
+    """Names of the public intrinsics that run in the simulator."""
+    return sorted(n for m in _family_modules() for n in vars(m)
+                  if not n.startswith("_") and callable(vars(m)[n])
+                  and getattr(vars(m)[n], "__module__", None) == m.__name__)
+
+
+def _unsupported(name: str, family: str | None):
+    why = UNSUPPORTED_FAMILIES.get(family or "", "it has no simulator implementation yet")
+
+    def stub(*args, **kwargs):
+        raise SimulatorError(
+            f"numba_asynccopy simulator: {name} cannot run in the CUDA simulator: {why}. "
+            "Run this kernel on a GPU (unset NUMBA_ENABLE_CUDASIM).")
+
+    stub.__name__ = stub.__qualname__ = name
+    stub.__doc__ = f"{name} is not available in the CUDA simulator: {why}."
+    return stub
+
+
+def implementations(namespace: dict) -> dict:
+    """Simulator replacements for the public intrinsics in ``namespace``
+    (the package's globals): a Python version where one exists, otherwise a
+    function that raises :class:`SimulatorError` saying why."""
+    from numba.cuda.extending import _Intrinsic
+
+    from ._runtime import install
+
+    install()
+    mods = _family_modules()
+    out = {}
+    for name in namespace.get("__all__", ()):
+        dev = namespace.get(name)
+        if not isinstance(dev, _Intrinsic):
+            continue
+        impl = next((getattr(m, name) for m in mods if hasattr(m, name)), None)
+        if impl is None:
+            module = getattr(dev, "__module__", "") or ""
+            family = "cluster" if "cluster" in module or "cluster" in name else None
+            impl = _unsupported(name, family)
+        out[name] = impl
+    return out
+
+
+__all__ = [
+    "DeadlockError",
+    "ENABLED",
+    "POISON_BYTE",
+    "SCHEDULES",
+    "SimulatorError",
+    "UNSUPPORTED_FAMILIES",
+    "get_schedule",
+    "implementations",
+    "schedule",
+    "set_schedule",
+    "supported",
+]

@@ -1,0 +1,191 @@
+"""cp.async in the simulator: chunk copies, commit/wait groups, createpolicy.
+
+Each call is validated by the device intrinsic's own typing, then checked
+like checked mode does on the GPU (address spaces, contiguity, whole chunks,
+alignment, repeat axes, chunk counts, src_size range), with the same rule
+text.  A copy is recorded in the thread's uncommitted group; under the worst
+schedule its destination holds poison until ``wait_group``/``wait_all``
+retires its group (or a barrier tracking it completes its phase).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from . import _runtime as rt
+
+_dev = sys.modules["numba_asynccopy.cp_async"]
+
+
+def _check_views(api: str, views, chunk: int) -> None:
+    """``_regions.check_chunk_views`` on numpy views, same messages."""
+    for name, v, ty in views:
+        isz = v.itemsize
+        if ty.layout != "C" and v.strides[-1] != isz and v.shape[-1] > 1:
+            raise rt.violation(
+                api, f"the last axis of `{name}` is not contiguous (stride {v.strides[-1]} bytes)")
+        row = v.shape[-1] * isz
+        if row % chunk:
+            raise rt.violation(
+                api, f"the last axis of `{name}` ({row} bytes) is not a whole number of "
+                f"{chunk}-byte chunks")
+        addr = rt.address(v)
+        if addr % chunk or any(s % chunk for s in v.strides[:-1]):
+            raise rt.violation(api, f"a chunk of `{name}` is not {chunk}-byte aligned (base 0x{addr:x})")
+    (fname, first, _), rest = views[0], views[1:]
+    for oname, other, _ in rest:
+        for axis, (a, b) in enumerate(zip(first.shape[:-1], other.shape[:-1])):
+            if a != b:
+                raise rt.violation(
+                    api, f"repeat axis {axis} differs: `{fname}` has {a}, `{oname}` has {b}")
+        na = first.shape[-1] * first.itemsize // chunk
+        nb = other.shape[-1] * other.itemsize // chunk
+        if na != nb:
+            raise rt.violation(
+                api, f"chunk counts differ: `{fname}` has {na} chunks per row, "
+                f"`{oname}` has {nb}")
+
+
+def _bytes(v: np.ndarray) -> np.ndarray:
+    """uint8 view of ``v`` whose last axis is the row's bytes."""
+    if v.shape[-1] == 1 and v.strides[-1] != v.itemsize:
+        v = np.lib.stride_tricks.as_strided(v, strides=v.strides[:-1] + (v.itemsize,))
+    return v.view(np.uint8)
+
+
+def cp_async(dst, src, chunk_bytes, *, cache=None, prefetch=None, src_size=None,
+             ignore_src=False, pred=True, cache_policy=None, scope="thread"):
+    """Simulator version of :func:`numba_asynccopy.cp_async` (same contract).
+
+    Example::
+
+        ac.cp_async(sh[tid, :], A[tid, :], 16)   # lands at wait_group(0)
+    """
+    api = "cp_async"
+    (d, s, chunk), kw = rt.validate(
+        _dev.cp_async, dst, src, chunk_bytes, cache=cache, prefetch=prefetch,
+        src_size=src_size, ignore_src=ignore_src, pred=pred, cache_policy=cache_policy,
+        scope=scope)
+    tys = [rt.numba_type(x) for x in (d, s, chunk)] + [
+        rt.numba_type(kw[k]) for k in ("cache", "prefetch", "src_size", "ignore_src", "pred",
+                                       "cache_policy", "scope")]
+    o = _dev.validate_cp_async(*tys)
+    if o.pred == "never":
+        return
+    th, blk = rt.current(api)
+    if rt.space_of(d) != "shared":
+        raise rt.violation(api, "`dst` is not in shared memory")
+    if rt.space_of(s) != "global":
+        raise rt.violation(api, "`src` is not in global memory")
+    _check_views(api, [("dst", d, tys[0]), ("src", s, tys[1])], o.chunk_bytes)
+    size = o.chunk_bytes
+    if o.src_size:
+        size = int(src_size)
+        if not 0 <= size <= o.chunk_bytes:
+            raise rt.violation(
+                api, f"src_size={size % 2**32} is outside 0..chunk_bytes ({o.chunk_bytes})")
+    if o.pred == "runtime" and not pred:
+        return
+    if o.ignore_src and ignore_src:
+        size = 0
+    c = o.chunk_bytes
+    db, sb = _bytes(d), _bytes(s)
+    nch = db.shape[-1] // c
+
+    def piece(outer, k):
+        cols = slice(k * c, (k + 1) * c)
+        payload = sb[outer + (cols,)].copy()
+        payload[..., size:] = 0
+        return db[outer + (cols,)], payload
+
+    if o.scope == "thread":
+        payload = sb.copy()
+        if size < c:
+            payload.reshape(payload.shape[:-1] + (nch, c))[..., size:] = 0
+        pieces = [(db, payload)]
+    else:
+        # linear chunk k (C order over (repeats..., chunk)) -> thread k % block size
+        tid, nthreads = th.thread.thread_id, blk.nthreads
+        dims = db.shape[:-1] + (nch,)
+        pieces = []
+        for k in range(tid, int(np.prod(dims, dtype=np.int64)), nthreads):
+            idx = np.unravel_index(k, dims)
+            pieces.append(piece(tuple(int(i) for i in idx[:-1]), int(idx[-1])))
+    op = rt.AsyncOp(pieces)
+    with blk.cond:
+        if rt.eager():
+            op.land()
+        else:
+            op.poison()
+        th.uncommitted.append(op)
+        blk.changed()
+
+
+def commit_group():
+    """Simulator version of :func:`numba_asynccopy.commit_group`.
+
+    Example::
+
+        ac.commit_group()
+    """
+    rt.validate(_dev.commit_group)
+    th, blk = rt.current("commit_group")
+    with blk.cond:
+        th.groups.append(th.uncommitted)
+        th.uncommitted = []
+
+
+def _retire(th, blk, keep: int) -> None:
+    with blk.cond:
+        while len(th.groups) > keep:
+            for op in th.groups.pop(0):
+                op.land()
+        blk.changed()
+
+
+def wait_group(n):
+    """Simulator version of :func:`numba_asynccopy.wait_group`: lands every
+    committed group but the newest ``n``.
+
+    Example::
+
+        ac.wait_group(1)
+    """
+    rt.validate(_dev.wait_group, n)
+    th, blk = rt.current("wait_group")
+    _retire(th, blk, int(n))
+
+
+def wait_all():
+    """Simulator version of :func:`numba_asynccopy.wait_all`.
+
+    Example::
+
+        ac.wait_all()
+    """
+    rt.validate(_dev.wait_all)
+    th, blk = rt.current("wait_all")
+    with blk.cond:
+        th.groups.append(th.uncommitted)
+        th.uncommitted = []
+        _retire(th, blk, 0)
+
+
+def createpolicy_fractional(primary="evict_last", secondary=None, fraction=1.0):
+    """Simulator version of :func:`numba_asynccopy.createpolicy_fractional`;
+    the policy is an opaque uint64 (a hint: copies are unaffected).
+
+    Example::
+
+        pol = ac.createpolicy_fractional("evict_first")
+    """
+    api = "createpolicy_fractional"
+    rt.validate(_dev.createpolicy_fractional, primary, secondary, fraction)
+    frac = float(np.float32(fraction))
+    if not 0.0 < frac <= 1.0:
+        raise rt.violation(api, f"`fraction`={frac:f} must be in (0, 1]")
+    prim = _dev.POLICY_PRIMARY.index(primary)
+    sec = 0 if secondary is None else 1 + _dev.POLICY_SECONDARY.index(secondary)
+    return np.uint64((prim << 40) | (sec << 36) | int(frac * 0xFFFF))

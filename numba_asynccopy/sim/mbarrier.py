@@ -1,0 +1,351 @@
+"""mbarrier in the simulator: exact phase, arrival and transaction accounting.
+
+A barrier is identified by the address of the first element of the shared
+``uint64`` view (``bars[i:]``), per block.  States returned by arrives are
+``(phase << 32) | pending arrivals before that arrive`` (what
+``mbarrier_pending_count`` reads, as measured on the GPU).  Blocking waits block the Python
+thread; when every thread of the block is blocked (in ``syncthreads`` or in
+a wait that cannot be satisfied), the wait raises
+:class:`~numba_asynccopy.sim.DeadlockError` naming the barrier, its phase,
+the expected/arrived counts, the transaction bytes and the line of the wait.
+``mbarrier_test_wait``/``try_wait`` polled again without any progress in
+the block behave the same way, so a spin loop cannot hang either.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from . import _runtime as rt
+
+_dev = sys.modules["numba_asynccopy.mbarrier"]
+
+
+def _state(b: rt.Barrier, pending: int) -> np.uint64:
+    return np.uint64(((b.phase & 0xFFFFFFFF) << 32) | (pending & 0xFFFFFFFF))
+
+
+def _state_phase(state) -> int:
+    return int(state) >> 32
+
+
+def mbarrier_init(bar, count):
+    """Simulator version of :func:`numba_asynccopy.mbarrier_init`.
+
+    Example::
+
+        ac.mbarrier_init(bars[0:], cuda.blockDim.x)
+    """
+    (b, n), _ = rt.validate(_dev.mbarrier_init, bar, count)
+    th, blk = rt.current("mbarrier_init")
+    with blk.cond:
+        rt.barrier_of("mbarrier_init", blk, b, init_count=int(n))
+        b[0] = 0  # the barrier word: phase 0 (its value is opaque on the GPU)
+        blk.changed()
+
+
+def mbarrier_inval(bar):
+    """Simulator version of :func:`numba_asynccopy.mbarrier_inval`.
+
+    Example::
+
+        ac.mbarrier_inval(bars[0:])
+    """
+    (b,), _ = rt.validate(_dev.mbarrier_inval, bar)
+    th, blk = rt.current("mbarrier_inval")
+    with blk.cond:
+        bb = rt.barrier_of("mbarrier_inval", blk, b)
+        del blk.barriers[bb.addr]
+        blk.changed()
+
+
+def _arrive(api, bar, count, *, drop=False, no_complete=False, expect=None):
+    th, blk = rt.current(api)
+    with blk.cond:
+        b = rt.barrier_of(api, blk, bar)
+        if expect is not None:
+            b.expect_tx(blk, int(expect))
+        n = int(count)
+        pend, tx = b.outstanding()
+        if no_complete and n >= pend and tx == 0:
+            raise rt.violation(
+                api, f"{n} arrival(s) would complete phase {b.phase} of {b.name()} "
+                f"({pend} pending): a noComplete arrive must leave the phase incomplete")
+        if drop:
+            b.expected -= n
+        state = _state(b, b.pending)  # the barrier as it was before this arrive (as on the GPU)
+        b.arrive(blk, n, api)
+        return state
+
+
+def mbarrier_arrive(bar, count=1, *, sem=None, scope=None):
+    """Simulator version of :func:`numba_asynccopy.mbarrier_arrive`.
+
+    Example::
+
+        st = ac.mbarrier_arrive(bars[0:])
+    """
+    (b, n), _ = rt.validate(_dev.mbarrier_arrive, bar, count, sem=sem, scope=scope)
+    return _arrive("mbarrier_arrive", b, n)
+
+
+def mbarrier_arrive_drop(bar, count=1, *, sem=None, scope=None):
+    """Simulator version of :func:`numba_asynccopy.mbarrier_arrive_drop`.
+
+    Example::
+
+        ac.mbarrier_arrive_drop(bars[0:])
+    """
+    (b, n), _ = rt.validate(_dev.mbarrier_arrive_drop, bar, count, sem=sem, scope=scope)
+    return _arrive("mbarrier_arrive_drop", b, n, drop=True)
+
+
+def mbarrier_arrive_no_complete(bar, count):
+    """Simulator version of :func:`numba_asynccopy.mbarrier_arrive_no_complete`.
+
+    Example::
+
+        st = ac.mbarrier_arrive_no_complete(bars[0:], 2)
+    """
+    (b, n), _ = rt.validate(_dev.mbarrier_arrive_no_complete, bar, count)
+    return _arrive("mbarrier_arrive_no_complete", b, n, no_complete=True)
+
+
+def mbarrier_arrive_drop_no_complete(bar, count):
+    """Simulator version of :func:`numba_asynccopy.mbarrier_arrive_drop_no_complete`.
+
+    Example::
+
+        st = ac.mbarrier_arrive_drop_no_complete(bars[0:], 2)
+    """
+    (b, n), _ = rt.validate(_dev.mbarrier_arrive_drop_no_complete, bar, count)
+    return _arrive("mbarrier_arrive_drop_no_complete", b, n, drop=True, no_complete=True)
+
+
+def mbarrier_expect_tx(bar, nbytes, *, scope=None):
+    """Simulator version of :func:`numba_asynccopy.mbarrier_expect_tx`.
+
+    Example::
+
+        ac.mbarrier_expect_tx(bars[0:], 4096)
+    """
+    api = "mbarrier_expect_tx"
+    (b, n), _ = rt.validate(_dev.mbarrier_expect_tx, bar, nbytes, scope=scope)
+    th, blk = rt.current(api)
+    with blk.cond:
+        rt.barrier_of(api, blk, b).expect_tx(blk, int(n))
+
+
+def mbarrier_complete_tx(bar, nbytes, *, scope=None):
+    """Simulator version of :func:`numba_asynccopy.mbarrier_complete_tx`.
+
+    Example::
+
+        ac.mbarrier_complete_tx(bars[0:], 256)
+    """
+    api = "mbarrier_complete_tx"
+    (b, n), _ = rt.validate(_dev.mbarrier_complete_tx, bar, nbytes, scope=scope)
+    th, blk = rt.current(api)
+    with blk.cond:
+        rt.barrier_of(api, blk, b).complete_tx(blk, int(n))
+
+
+def mbarrier_arrive_expect_tx(bar, nbytes, *, sem=None, scope=None):
+    """Simulator version of :func:`numba_asynccopy.mbarrier_arrive_expect_tx`.
+
+    Example::
+
+        ac.mbarrier_arrive_expect_tx(bars[0:], 256)
+    """
+    (b, n), _ = rt.validate(_dev.mbarrier_arrive_expect_tx, bar, nbytes, sem=sem, scope=scope)
+    return _arrive("mbarrier_arrive_expect_tx", b, 1, expect=n)
+
+
+# --- waits ------------------------------------------------------------------
+
+
+def _done_fn(b: rt.Barrier, blk: rt.BlockState, parity: bool, value):
+    """Predicate: the awaited phase of ``b`` has completed (observing the
+    barrier completes a phase that only waited for copies in flight)."""
+    if parity:
+        p = int(value)
+
+        def done():
+            b.observe(blk)
+            return (b.phase & 1) != p
+    else:
+        ph = _state_phase(value)
+
+        def done():
+            b.observe(blk)
+            return b.phase > ph
+    return done
+
+
+def _what(b: rt.Barrier, parity: bool, value) -> str:
+    if parity:
+        return f"the phase of parity {int(value)}"
+    return f"phase {_state_phase(value)} (state 0x{int(value):016x})"
+
+
+def _deadlock(api: str, b: rt.Barrier, parity: bool, value, line: str):
+    def raise_it():
+        raise rt.DeadlockError(
+            f"{rt.SIM_PREFIX}{api}: deadlock: every thread of the block is blocked, and "
+            f"{b.name()} can never complete {_what(b, parity, value)}; it is in "
+            f"{b.report()}; waiting at {line} {rt.where()}")
+    return raise_it
+
+
+def _blocking(api: str, bar, value, parity: bool) -> None:
+    line = rt.caller_line()
+    th, blk = rt.current(api)
+    with blk.cond:
+        b = rt.barrier_of(api, blk, bar)
+        th.spin = None
+        blk.block_until(_done_fn(b, blk, parity, value), _deadlock(api, b, parity, value, line))
+
+
+def _poll(api: str, bar, value, parity: bool, blocking: bool) -> bool:
+    """test_wait/try_wait: True when done.  A failed poll repeated from the
+    same line for the same phase with no progress in the block in between
+    (a spin loop) waits like mbarrier_wait and reports a deadlock the same
+    way, so spin loops cannot hang."""
+    line = rt.caller_line()
+    th, blk = rt.current(api)
+    with blk.cond:
+        b = rt.barrier_of(api, blk, bar)
+        done = _done_fn(b, blk, parity, value)
+        if done():
+            th.spin = None
+            return True
+        key = (line, b.addr, b.phase, bool(parity), int(value))  # a spin loop repeats the call site
+        fail = _deadlock(api, b, parity, value, line)
+        if th.spin == (key, blk.progress):
+            blk.block_until(done, fail)  # raises on a deadlock
+            th.spin = None
+            return True
+        if blocking and blk.block_until(done, lambda: None):
+            th.spin = None
+            return True
+        th.spin = (key, blk.progress)
+        return False
+
+
+def mbarrier_test_wait(bar, state, *, sem=None, scope=None):
+    """Simulator version of :func:`numba_asynccopy.mbarrier_test_wait`.
+
+    Example::
+
+        while not ac.mbarrier_test_wait(bars[0:], st):
+            pass
+    """
+    (b, v), _ = rt.validate(_dev.mbarrier_test_wait, bar, state, sem=sem, scope=scope)
+    return _poll("mbarrier_test_wait", b, v, False, False)
+
+
+def mbarrier_test_wait_parity(bar, parity, *, sem=None, scope=None):
+    """Simulator version of :func:`numba_asynccopy.mbarrier_test_wait_parity`.
+
+    Example::
+
+        ready = ac.mbarrier_test_wait_parity(bars[0:], 0)
+    """
+    (b, v), _ = rt.validate(_dev.mbarrier_test_wait_parity, bar, parity, sem=sem, scope=scope)
+    return _poll("mbarrier_test_wait_parity", b, v, True, False)
+
+
+def mbarrier_try_wait(bar, state, suspend_hint_ns=None, *, sem=None, scope=None):
+    """Simulator version of :func:`numba_asynccopy.mbarrier_try_wait`: waits
+    until the phase completes or the whole block is blocked.
+
+    Example::
+
+        while not ac.mbarrier_try_wait(bars[0:], st):
+            pass
+    """
+    (b, v, _h), _ = rt.validate(_dev.mbarrier_try_wait, bar, state, suspend_hint_ns,
+                                sem=sem, scope=scope)
+    return _poll("mbarrier_try_wait", b, v, False, True)
+
+
+def mbarrier_try_wait_parity(bar, parity, suspend_hint_ns=None, *, sem=None, scope=None):
+    """Simulator version of :func:`numba_asynccopy.mbarrier_try_wait_parity`.
+
+    Example::
+
+        while not ac.mbarrier_try_wait_parity(bars[0:], 0):
+            pass
+    """
+    (b, v, _h), _ = rt.validate(_dev.mbarrier_try_wait_parity, bar, parity, suspend_hint_ns,
+                                sem=sem, scope=scope)
+    return _poll("mbarrier_try_wait_parity", b, v, True, True)
+
+
+def mbarrier_wait(bar, state):
+    """Simulator version of :func:`numba_asynccopy.mbarrier_wait`; raises
+    ``DeadlockError`` instead of hanging.
+
+    Example::
+
+        ac.mbarrier_wait(bars[0:], ac.mbarrier_arrive(bars[0:]))
+    """
+    (b, v), _ = rt.validate(_dev.mbarrier_wait, bar, state)
+    _blocking("mbarrier_wait", b, v, False)
+
+
+def mbarrier_wait_parity(bar, parity):
+    """Simulator version of :func:`numba_asynccopy.mbarrier_wait_parity`.
+
+    Example::
+
+        ac.mbarrier_wait_parity(bars[0:], 0)
+    """
+    (b, v), _ = rt.validate(_dev.mbarrier_wait_parity, bar, parity)
+    _blocking("mbarrier_wait_parity", b, v, True)
+
+
+def mbarrier_pending_count(state):
+    """Simulator version of :func:`numba_asynccopy.mbarrier_pending_count`.
+
+    Example::
+
+        n = ac.mbarrier_pending_count(ac.mbarrier_arrive_no_complete(bars[0:], 1))
+    """
+    rt.validate(_dev.mbarrier_pending_count, state)
+    return np.uint32(int(state) & 0xFFFFFFFF)
+
+
+def cp_async_mbarrier_arrive(bar, noinc=False):
+    """Simulator version of :func:`numba_asynccopy.cp_async_mbarrier_arrive`:
+    the arrival happens when every cp.async copy this thread issued before it
+    has landed (worst schedule: when its group is retired, or at the latest
+    when the phase completes, which lands them).
+
+    Example::
+
+        ac.cp_async_mbarrier_arrive(bars[0:], noinc=True)
+    """
+    api = "cp_async_mbarrier_arrive"
+    (b, flag), _ = rt.validate(_dev.cp_async_mbarrier_arrive, bar, noinc)
+    th, blk = rt.current(api)
+    with blk.cond:
+        bb = rt.barrier_of(api, blk, b)
+        if not flag:
+            bb.pending += 1  # the increment that makes the arrival net zero
+        copies = th.pending_copies()
+        if not copies:
+            bb.arrive(blk, 1, api)
+            return
+        op = rt.AsyncOp([], arrivals=1)
+        op.requires = copies
+
+        def prerequisite_landed(_copy, op=op, copies=copies):
+            if all(c.landed for c in copies):
+                op.land()
+
+        for c in copies:
+            c.then.append(prerequisite_landed)
+        bb.attach(blk, op)
