@@ -11,6 +11,7 @@ from ._compat import patch_cache_key as _patch_cache_key
 from ._forms import FORMS, feature_table
 from .checked import checked_mode, is_checked, set_checked, wait_timeout_ns
 from .cp_async import commit_group, cp_async, createpolicy_fractional, wait_all, wait_group
+from .inspect import inspect
 from .fence import elect_sync, fence_acq_rel_cluster, fence_mbarrier_init, fence_proxy_async
 from .mbarrier import (
     cp_async_mbarrier_arrive,
@@ -62,6 +63,7 @@ __all__ = [
     "cp_async",
     "createpolicy_fractional",
     "feature_table",
+    "inspect",
     "is_checked",
     "set_checked",
     "wait_all",
