@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test gpu-test gpu-sanitize device-wheels clean
+.PHONY: demo test gpu-test gpu-notebooks gpu-sanitize device-wheels clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ DEVICE_PY := $(DEVICE_ENV) python3
 gpu-test: /tmp/site/.installed
 	$(DEVICE_PY) -m numba_asynccopy
 	$(DEVICE_PY) -m pytest -ra -q -p no:cacheprovider tests/gpu --timeout=300
+
+# the tutorial notebooks on the GPU, without Jupyter (tests/notebooks/execnb.py)
+gpu-notebooks: /tmp/site/.installed
+	$(DEVICE_PY) -m pytest -ra -q -p no:cacheprovider tests/notebooks -m gpu --timeout=900
 
 gpu-sanitize: /tmp/site/.installed
 	for tool in memcheck racecheck synccheck; do \

@@ -33,6 +33,7 @@ from .cluster import (
 from .cluster_copy import cp_async_bulk_cluster
 from .host import launch as _host_launch
 from .host.launch import ClusterLaunchError, cluster_dims, launch, max_active_clusters
+from .inspect import inspect
 from .fence import elect_sync, fence_acq_rel_cluster, fence_mbarrier_init, fence_proxy_async
 from .mbarrier import (
     cp_async_mbarrier_arrive,
@@ -125,6 +126,7 @@ __all__ = [
     "dsmem_load",
     "dsmem_store",
     "feature_table",
+    "inspect",
     "is_checked",
     "is_explicit_cluster",
     "launch",

@@ -1,0 +1,215 @@
+"""ac.inspect: compile-only reports of a kernel's asynchronous instructions."""
+
+from __future__ import annotations
+
+import inspect as stdlib_inspect
+import sys
+
+import numpy as np
+import pytest
+from numba import cuda, types
+
+import numba_asynccopy as ac
+from numba_asynccopy import _compat, toolchain
+from numba_asynccopy._compat import TypingError
+from numba_asynccopy.examples import seeds
+from numba_asynccopy.inspect import (
+    InspectReport,
+    _cluster,
+    _portable,
+    _rebuild,
+    _shared,
+    match_forms,
+    parse_ptxas,
+)
+
+mod = sys.modules["numba_asynccopy.inspect"]
+F32 = types.float32[:, ::1]
+STAGES = 2
+
+
+def pipeline(A, out):
+    full = cuda.shared.array(STAGES, np.uint64)
+    empty = cuda.shared.array(STAGES, np.uint64)
+    buf = cuda.shared.array((STAGES, 32, 4), np.float32, alignment=16)
+    tid = cuda.threadIdx.x
+    if tid == 0:
+        for s in range(STAGES):
+            ac.mbarrier_init(full[s:], 32)
+            ac.mbarrier_init(empty[s:], 96)
+    cuda.syncthreads()
+    for t in range(A.shape[0]):
+        s, phase = t % STAGES, (t // STAGES) & 1
+        if tid < 32:
+            ac.mbarrier_wait_parity(empty[s:], phase ^ 1)
+            ac.cp_async(buf[s, tid, :], A[t, tid, :], 16)
+            ac.cp_async_mbarrier_arrive(full[s:], noinc=True)
+        else:
+            ac.mbarrier_wait_parity(full[s:], phase)
+            out[t, tid - 32] = buf[s, (tid - 32) % 32, 0] * 2.0
+            ac.mbarrier_arrive(empty[s:], sem="release", scope="cta")
+
+
+def test_package_keeps_stdlib_inspect_and_exports_the_function():
+    assert callable(ac.inspect) and ac.inspect is mod.inspect
+    assert _compat.inspect is stdlib_inspect
+    assert mod._pyinspect is stdlib_inspect
+    assert "inspect" in ac.__all__
+
+
+def test_row_shift_report_for_sm80():
+    fn, sig, _ = seeds.SEEDS["shift_rows"]
+    r = ac.inspect(fn, *sig, cc=(8, 0))
+    assert isinstance(r, InspectReport) and r.target == "sm_80"
+    assert [(i.opcode, i.count, i.form) for i in r.instructions] == [
+        ("cp.async.cg.shared.global", 1, "cp.async"),
+        ("cp.async.commit_group", 1, "cp.async.commit_group"),
+        ("cp.async.wait_group", 1, "cp.async.wait_group"),
+    ]
+    assert (r.min_sm, r.min_ptx) == (80, "7.0")
+    assert r.static_shared_bytes == 64 * 4 * 4 and not r.dynamic_shared
+    assert r.cluster is None and not r.explicit_cluster
+    # each PTX line sits under the Python line it came from
+    src = stdlib_inspect.getsource(seeds.shift_rows).splitlines()
+    first = seeds.shift_rows.__code__.co_firstlineno
+    by_op = {pl.opcode: pl for pl in r.lines}
+    cp = by_op["cp.async.cg.shared.global"]
+    assert cp.file.endswith("seeds.py") and cp.source == "ac.cp_async(sh[tid, :], A[tid, :], 16)"
+    assert src[cp.line - first].strip() == cp.source
+    assert by_op["cp.async.wait_group"].text == "cp.async.wait_group 0"
+    assert by_op["cp.async.wait_group"].source == "ac.wait_group(0)"
+    if toolchain.find_tool("ptxas"):
+        assert r.resources is not None and r.resources.registers > 0
+        assert r.resources.shared_bytes == 1024 and r.resources.spill_stores == 0
+        assert r.ptxas_error is None
+
+
+def test_tile_rows_unrolls_four_copies_and_zfill_keeps_its_operand():
+    fn, sig, _ = seeds.SEEDS["tile_rows"]
+    assert ac.inspect(fn, *sig).count("cp.async.cg") == 4
+    fn, sig, _ = seeds.SEEDS["zfill_rows"]
+    r = ac.inspect(fn, *sig)
+    (cp,) = [pl for pl in r.lines if pl.opcode.startswith("cp.async.cg")]
+    assert cp.opcode == "cp.async.cg.shared.global.L2::128B"
+    assert cp.text.endswith(", 16, %r2") or cp.text.count(",") == 3
+    fn, sig, _ = seeds.SEEDS["pred_rows"]
+    (cp,) = [pl for pl in ac.inspect(fn, *sig).lines if pl.opcode.startswith("cp.async.cg")]
+    assert cp.text.startswith("@")  # the predicate guard is shown
+
+
+def test_mbarrier_pipeline_needs_sm90_and_names_each_form():
+    r = ac.inspect(pipeline, types.float32[:, :, ::1], F32)
+    got = {i.opcode: (i.count, i.form, i.min_ptx, i.min_sm) for i in r.instructions}
+    assert got == {
+        "mbarrier.init.shared.b64": (4, "mbarrier.init", "7.0", 80),
+        "mbarrier.try_wait.parity.shared::cta.b64": (2, "mbarrier.try_wait.parity", "7.8", 90),
+        "cp.async.cg.shared.global": (1, "cp.async", "7.0", 80),
+        "cp.async.mbarrier.arrive.noinc.shared.b64": (1, "cp.async.mbarrier.arrive", "7.0", 80),
+        "mbarrier.arrive.release.cta.shared::cta.b64": (1, "mbarrier.arrive.sem", "8.0", 90),
+    }
+    assert (r.min_sm, r.min_ptx) == (90, "8.0")
+    assert r.static_shared_bytes == 2 * 8 * 2 + 2 * 32 * 4 * 4
+    text = str(r)
+    assert "needs:          sm_90, PTX ISA 8.0" in text
+    assert "ac.mbarrier_try_wait_parity" in text and "ac.mbarrier_wait_parity(full[s:], phase)" in text
+    html = r._repr_html_()
+    assert "<table>" in html and "mbarrier.try_wait.parity.shared::cta.b64" in html
+    assert "phase ^ 1" in html  # source text, escaped into <pre>
+
+
+@pytest.mark.parametrize("opcode,key", [
+    ("mbarrier.arrive.shared::cta.b64", "mbarrier.arrive.count"),
+    ("mbarrier.arrive.relaxed.cluster.shared::cta.b64", "mbarrier.arrive.sem"),
+    ("mbarrier.try_wait.shared::cta.b64", "mbarrier.try_wait"),
+    ("mbarrier.try_wait.parity.relaxed.cta.shared::cta.b64", "mbarrier.wait.sem"),
+    ("mbarrier.test_wait.parity.shared.b64", "mbarrier.test_wait.parity"),
+    ("cp.async.ca.shared.global.L2::cache_hint.L2::256B", "cp.async"),
+    ("createpolicy.fractional.L2::evict_last.L2::evict_unchanged.b64", "createpolicy"),
+    ("fence.proxy.async", "fence.proxy.async"),
+    ("fence.proxy.async.shared::cta", "fence.proxy.async"),
+    ("elect.sync", "elect.sync"),
+])
+def test_opcode_text_maps_to_its_forms_row(opcode, key):
+    assert match_forms(opcode)[0].key == key
+
+
+def test_an_opcode_outside_the_table_is_listed_without_requirements():
+    ptx = ".version 8.0\n.target sm_90\n\tcp.async.bulk.commit_group;\n\tadd.s32 %r1, %r2, %r3;\n"
+    lines, sregs = mod.parse_ptx(ptx)
+    assert [pl.opcode for pl in lines] == ["cp.async.bulk.commit_group"]
+    (ins,) = mod._tally(lines, sregs)
+    assert ins.form is None and ins.min_sm is None
+
+
+def test_dispatcher_and_example_arguments_type_like_a_launch():
+    fn, sig, _ = seeds.SEEDS["shift_rows"]
+    a = np.zeros((64, 4), np.float32)
+    r = ac.inspect(cuda.jit(fn), a, a)
+    assert r.argtypes == sig and r.name == "shift_rows"
+    assert r.count("cp.async") == 3
+
+
+def test_errors():
+    fn, sig, _ = seeds.SEEDS["shift_rows"]
+    with pytest.raises(TypeError, match="give the kernel's argument types"):
+        ac.inspect(fn)
+    with pytest.raises(TypeError, match="expected a @cuda.jit kernel"):
+        ac.inspect(42, *sig)
+    with pytest.raises(ValueError, match=r"cc must be \(major, minor\)"):
+        ac.inspect(fn, *sig, cc=(9,))
+    with pytest.raises(TypingError, match="needs sm_90"):
+        ac.inspect(pipeline, types.float32[:, :, ::1], F32, cc=(8, 0))
+
+
+def test_without_ptxas_the_report_says_so(monkeypatch):
+    monkeypatch.setattr(toolchain, "find_tool", lambda name: None)
+    fn, sig, _ = seeds.SEEDS["shift_rows"]
+    r = ac.inspect(fn, *sig)
+    assert r.resources is None and "ptxas not found" in r.ptxas_error
+    assert "ptxas:" in str(r) and "not run: ptxas not found" in str(r)
+
+
+def test_cluster_shape_shared_memory_and_ptxas_parsing():
+    assert _cluster(".entry k() .explicitcluster .reqnctapercluster 2, 2, 1\n{")[:2] == ((2, 2, 1), True)
+    assert _cluster(".entry k() .reqnctapercluster 4\n{")[:2] == ((4, 1, 1), False)
+    assert _cluster(".entry k()\n{")[:2] == (None, False)
+    ptx = (".visible .shared .align 16 .b8 _cudapy_smem_1[1024];\n"
+           ".shared .align 8 .b8 bar[16];\n.extern .shared .align 16 .b8 dyn[];\n")
+    assert _shared(ptx) == (1040, True)
+    log = ("ptxas info    : Function properties for k\n    16 bytes stack frame, 8 bytes spill stores, "
+           "4 bytes spill loads\nptxas info    : Used 40 registers, used 1 barriers, 2048 bytes smem\n")
+    r = parse_ptxas(log)
+    assert (r.registers, r.shared_bytes, r.spill_stores, r.spill_loads, r.stack_frame, r.barriers) == \
+        (40, 2048, 8, 4, 16, 1)
+
+
+def _make_kernel(words):
+    chunk = words * 4
+
+    def k(A, B):
+        tid = cuda.threadIdx.x
+        sh = cuda.shared.array((64, words), np.uint32, alignment=16)
+        ac.cp_async(sh[tid, :], A[tid, :], chunk)
+        ac.commit_group()
+        ac.wait_all()
+        for j in range(words):
+            B[tid, j] = sh[tid, j]
+    return k
+
+
+def test_source_shipping_rebuilds_closures_and_line_numbers():
+    k = _make_kernel(2)
+    p = _portable(k)
+    assert p["env"]["words"] == ("value", 2) and p["env"]["chunk"] == ("value", 8) and p["env"]["ac"] == ("module", "numba_asynccopy")
+    rebuilt = _rebuild(p)
+    assert rebuilt.__code__.co_firstlineno == k.__code__.co_firstlineno
+    sig = (types.uint32[:, ::1], types.uint32[:, ::1])
+    assert ac.inspect(rebuilt, *sig).count("cp.async.ca.shared.global") == 1
+
+
+def test_simulator_mode_compiles_in_a_fresh_interpreter(monkeypatch):
+    monkeypatch.setattr(mod, "_simulator_on", lambda: True)
+    r = ac.inspect(_make_kernel(4), types.uint32[:, ::1], types.uint32[:, ::1])
+    assert r.count("cp.async.cg.shared.global") == 1 and r.count("cp.async.wait_all") == 1
+    (cp,) = [pl for pl in r.lines if pl.opcode.startswith("cp.async.cg")]
+    assert cp.file == __file__ and cp.source.startswith("ac.cp_async(sh[tid, :], A[tid, :], chunk)")

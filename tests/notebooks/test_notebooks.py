@@ -1,0 +1,140 @@
+"""Every tutorial notebook runs top to bottom.
+
+- Without a GPU (CI): each notebook is executed headless by nbclient in an
+  IPython kernel running this interpreter; the first cell picks the
+  simulator or compile-only mode and says so.
+- On the GPU (marked ``gpu``): each notebook's code cells run in a fresh
+  interpreter through ``tests/notebooks/execnb.py`` (no Jupyter packages
+  needed on the device machine).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import HAVE_GPU
+
+ROOT = Path(__file__).resolve().parents[2]
+NB_DIR = ROOT / "notebooks"
+NOTEBOOKS = sorted(p.name for p in NB_DIR.glob("*.ipynb"))
+
+SAMPLE_BENCH = {
+    "title": "numba-asynccopy benchmarks, sample device, 2026-01-01 00:00 UTC", "quick": True,
+    "info": {"device": "sample device"},
+    "rows": [
+        {"benchmark": "staged cp.async copy", "subject": "staged copy", "figure": "3.900 TB/s",
+         "ms": "0.5", "work": "2.00 GB", "peer": "torch copy", "peer_figure": "4.100 TB/s",
+         "ratio": 0.951, "target": ">= 0.93", "verdict": "met"},
+        {"benchmark": "SGEMM 4096^3 pipelined", "subject": "sgemm", "figure": "40.0 TFLOP/s",
+         "ms": "3.4", "work": "137 GFLOP", "peer": "cuBLAS", "peer_figure": "52.0 TFLOP/s",
+         "ratio": 0.77, "target": ">= 0.8", "verdict": "MISSED"},
+        {"benchmark": "bulk copy", "subject": "numba_bulk_copy", "figure": "-", "ms": "-", "work": "-",
+         "peer": "torch copy", "peer_figure": "-", "ratio": None, "target": ">= 0.95",
+         "verdict": "not yet run"},
+    ],
+    "measurements": [
+        {"key": "numba_staged_copy", "label": "staged copy", "impl": "numba", "unit": "TB/s",
+         "status": "ok", "figure": 3.9},
+        {"key": "torch_copy", "label": "torch copy", "impl": "torch", "unit": "TB/s",
+         "status": "ok", "figure": 4.1},
+    ],
+}
+
+
+def test_notebooks_exist_and_are_stripped():
+    assert NOTEBOOKS == [
+        "01_async_copies.ipynb", "02_pipelines.ipynb", "03_clusters.ipynb",
+        "04_bulk_and_tma.ipynb", "05_debugging.ipynb", "06_performance.ipynb",
+    ]
+    for name in NOTEBOOKS:
+        nb = json.loads((NB_DIR / name).read_text())
+        for cell in nb["cells"]:
+            if cell["cell_type"] == "code":
+                assert cell["outputs"] == [] and cell["execution_count"] is None, \
+                    f"{name}: outputs must be stripped in the repository"
+
+
+def _kernel_env(tmp_path: Path, monkeypatch, bench: Path) -> None:
+    """A `python3` kernelspec that runs this interpreter, first on JUPYTER_PATH."""
+    spec = tmp_path / "jupyter" / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (numba-asynccopy tests)", "language": "python",
+    }))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    monkeypatch.setenv("NUMBA_ASYNCCOPY_BENCH_RESULTS", str(bench))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+
+
+def _outputs(nb) -> str:
+    text = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                text.append(out["text"])
+            elif "data" in out:
+                text.append(out["data"].get("text/plain", ""))
+            elif out.get("output_type") == "error":
+                text.append("\n".join(out.get("traceback", [])))
+    return "\n".join(text)
+
+
+def _bench_dir(tmp_path: Path, with_results: bool) -> Path:
+    d = tmp_path / "bench-results"
+    d.mkdir()
+    if with_results:
+        (d / "results.json").write_text(json.dumps(SAMPLE_BENCH))
+    return d
+
+
+CASES = [(n, False) for n in NOTEBOOKS] + [("06_performance.ipynb", True)]
+
+
+@pytest.mark.parametrize("name,with_results", CASES,
+                         ids=[n[:2] + ("-with-results" if r else "") for n, r in CASES])
+def test_notebook_runs_headless(name, with_results, tmp_path, monkeypatch):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    _kernel_env(tmp_path, monkeypatch, _bench_dir(tmp_path, with_results))
+    nb = nbformat.read(NB_DIR / name, as_version=4)
+    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                                     resources={"metadata": {"path": str(NB_DIR)}})
+    client.execute()  # raises CellExecutionError on the first failing cell
+    text = _outputs(nb)
+    if name != "06_performance.ipynb":
+        assert "MODE: " in text
+    if not HAVE_GPU and "MODE: GPU" in text:
+        pytest.fail("the notebook claims GPU mode on a machine without a GPU")
+    if name == "06_performance.ipynb":
+        assert ("sample device" in text) == with_results
+        assert ("No benchmark results found" in text) == (not with_results)
+    else:
+        # every notebook shows an inspection report or says its feature is absent
+        assert "ac.inspect:" in text or "compiled for" in text or "not available in this build" in text
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", NOTEBOOKS, ids=[n[:2] for n in NOTEBOOKS])
+def test_notebook_runs_on_gpu(name, tmp_path):
+    env = dict(os.environ, MPLBACKEND="Agg", PYTHONUNBUFFERED="1",
+               NUMBA_ASYNCCOPY_BENCH_RESULTS=str(_bench_dir(tmp_path, False)))
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+    proc = subprocess.run([sys.executable, "-m", "tests.notebooks.execnb", str(NB_DIR / name)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-6000:]
+    if name != "06_performance.ipynb":
+        assert "MODE: GPU" in out, out[-3000:]
+    assert f"OK: {name}" in out
