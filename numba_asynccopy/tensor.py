@@ -346,6 +346,12 @@ def _lower_store(context, builder, sig, args, o: TensorOptions, api: str, policy
     cs = coords_values(context, builder, sig.args[1], args[1])
     if _checked._note_compiled():
         check_inner_coord(context, builder, api, m, cs[0])
+        # Measured on the H200: a store or reduce at a negative coordinate
+        # fails the launch with an illegal instruction (loads zero-fill).
+        for axis, c in enumerate(reversed(cs)):
+            trap_if(context, builder, builder.icmp_signed("<", c, ir.Constant(c.type, 0)), api,
+                    f"`coords`[{axis}]=%d is negative; tensor stores and reductions need "
+                    "coordinates >= 0 (boxes may still run past the far edges)", [c])
     asm(builder, text, constraints, [maddr] + cs + [shared_addr32(builder, s.data)] + extra)
     return context.get_dummy_value()
 
@@ -353,6 +359,11 @@ def _lower_store(context, builder, sig, args, o: TensorOptions, api: str, policy
 @intrinsic
 def cp_async_bulk_tensor_store(typingctx, tensor_map, coords, src, *, cache_policy=None, fence=True):
     """Store ``src`` (shared tile) into the box of ``tensor_map`` at ``coords``.
+
+    Coordinates must be >= 0 and the innermost one a multiple of 16 bytes
+    (measured on the H200: otherwise the launch fails with an illegal
+    instruction; checked mode traps first).  Parts of the box past the far
+    edges are not written.
 
     PTX: ``cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group
     {.L2::cache_hint}`` (sm_90, PTX ISA 8.0).  Elements of the box outside

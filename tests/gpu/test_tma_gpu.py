@@ -157,7 +157,8 @@ def test_2d_tile_load_and_store(dtype, where, checked):
         coords = (shape[0] - box[0] // 2, shape[1] - box[1] // 2)
     else:  # before the start of both axes
         coords = (-5, -(box[1] // 2))
-    out_coords = coords if where != "inside" else (shape[0] - box[0], 0)
+    # stores need coordinates >= 0 (tensor.cp_async_bulk_tensor_store)
+    out_coords = {"inside": (shape[0] - box[0], 0), "edge": coords, "negative": (0, 0)}[where]
     run_tile(cuda.to_device(a), a, box, coords, out_coords, checked=checked)
 
 
@@ -336,6 +337,8 @@ def k(tmap, case):
             ac.cp_async_bulk_tensor_store(tmap, (0, 0), big[:16])
         elif case == 4:  # innermost coordinate 3 x 2 bytes: not 16-byte aligned
             ac.cp_async_bulk_tensor_load(big[:16], tmap, (0, 3), bar)
+        elif case == 5:  # a store at a negative row
+            ac.cp_async_bulk_tensor_store(tmap, (-1, 0), big[:16])
 
 a = cuda.to_device(np.zeros((64, 64), np.float16))
 tmap = ac.TensorMap(a, (16, 32), swizzle=64)
@@ -358,6 +361,8 @@ except Exception as e:
     (3, "cp_async_bulk_tensor_store: `tensor_map` is not an ac.TensorMap buffer (bad magic word)"),
     (4, "cp_async_bulk_tensor_load: the innermost coordinate 3 x 2-byte elements is not a "
         "multiple of 16 bytes"),
+    (5, "cp_async_bulk_tensor_store: `coords`[0]=-1 is negative; tensor stores and reductions "
+        "need coordinates >= 0"),
 ])
 def test_checked_mode_traps(case, message):
     proc = run_python(TRAP.format(case=case), timeout=180)
