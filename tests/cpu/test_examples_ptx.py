@@ -80,8 +80,9 @@ def test_staged_copy_rejects_bad_parameters():
 @pytest.mark.parametrize("stages", [1, 2, 3, 4])
 def test_sgemm_ptx(stages):
     text = ptx(("sgemm", stages))
-    assert count(text, r"fma\.rn\.f32") == 64  # one k-step of the 8x8 accumulator
-    assert count(text, r"ld\.shared\.v4\.f32") == 4
+    # the eight k steps of a k-tile written out: 8 x 64 FFMA, 8 x 4 fragment loads
+    assert count(text, r"fma\.rn\.f32") == 512
+    assert count(text, r"ld\.shared\.v4\.f32") == 32
     assert count(text, r"st\.global\.v4\.f32") == 16
     if stages == 1:
         assert count(text, r"cp\.async") == 0
@@ -90,7 +91,9 @@ def test_sgemm_ptx(stages):
         assert count(text, r"bar\.sync") == 2
     else:
         copies = instructions(text, r"cp\.async\.cg\.shared\.global")
-        assert copies and all(c.endswith(", 16") for c in copies)
+        # one instruction per 16-byte chunk: (stages - 1) prologue tiles and
+        # the loop's tile, two chunks (A and B) each; no run-time chunk loop
+        assert len(copies) == 2 * stages and all(c.endswith(", 16") for c in copies), copies
         assert instructions(text, r"cp\.async\.wait_group") == [f"cp.async.wait_group {stages - 2}"]
         assert count(text, r"bar\.sync") == 1  # one barrier per k-tile
         assert count(text, r"ld\.global") == 0
