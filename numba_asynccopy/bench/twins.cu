@@ -240,3 +240,87 @@ extern "C" int twin_stencil_plain(const float* u, float* out, int H, int W, floa
     stencil_plain_k<<<grid, dim3(32, 8)>>>(u, out, H, W, a, b);
     return (int)cudaGetLastError();
 }
+
+// --- cluster neighbour exchange -----------------------------------------------
+// Mirror of examples/exchange.py (exchange_dsmem): a 16 KB tile passes
+// `rounds` times to the next rank of the cluster, one cluster bulk copy per
+// round into the neighbour's buffer r % 2, completing on its barrier r % 2,
+// and one cluster barrier per round.  PTX through inline asm, as the
+// package emits it.
+#define XTILE 4096
+#define XBLOCK 256
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void cluster_sync_all() {
+    asm volatile("barrier.cluster.arrive.release; barrier.cluster.wait.acquire;" ::: "memory");
+}
+
+__global__ void __launch_bounds__(XBLOCK)
+exchange_dsmem_k(const float* __restrict__ A, float* __restrict__ out, int rounds) {
+    __shared__ __align__(128) float buf[2][XTILE];
+    __shared__ __align__(8) uint64_t bars[2];
+    const int tid = threadIdx.x;
+    const size_t base = (size_t)blockIdx.x * XTILE;
+    uint32_t rank, nctas;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(nctas));
+    const uint32_t nxt = (rank + 1) % nctas;
+    if (tid == 0) {
+        asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(smem_u32(&bars[0])) : "memory");
+        asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(smem_u32(&bars[1])) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+#pragma unroll
+    for (int v = 0; v < XTILE / XBLOCK / 4; ++v) {
+        int e = 4 * (v * XBLOCK + tid);
+        *reinterpret_cast<float4*>(&buf[1][e]) = *reinterpret_cast<const float4*>(&A[base + e]);
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    cluster_sync_all();
+    for (int r = 0; r < rounds; ++r) {
+        const int cur = r & 1;
+        const uint32_t bar = smem_u32(&bars[cur]);
+        if (tid == 0) {
+            asm volatile("{ .reg .b64 st; mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1; }"
+                         ::"r"(bar), "r"(XTILE * 4) : "memory");
+            uint32_t rbar, rdst;
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rbar) : "r"(bar), "r"(nxt));
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+                         : "=r"(rdst) : "r"(smem_u32(&buf[cur][0])), "r"(nxt));
+            asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes"
+                         " [%0], [%1], %2, [%3];"
+                         ::"r"(rdst), "r"(smem_u32(&buf[cur ^ 1][0])), "n"(XTILE * 4), "r"(rbar)
+                         : "memory");
+        }
+        uint32_t done = 0;
+        while (!done)
+            asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;"
+                         " selp.u32 %0, 1, 0, p; }"
+                         : "=r"(done) : "r"(bar), "r"((r >> 1) & 1) : "memory");
+        cluster_sync_all();
+    }
+    const int last = (rounds + 1) & 1;
+#pragma unroll
+    for (int v = 0; v < XTILE / XBLOCK / 4; ++v) {
+        int e = 4 * (v * XBLOCK + tid);
+        *reinterpret_cast<float4*>(&out[base + e]) = *reinterpret_cast<const float4*>(&buf[last][e]);
+    }
+}
+
+extern "C" int twin_exchange_dsmem(const float* A, float* out, int blocks, int rounds, int cluster) {
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(blocks);
+    config.blockDim = dim3(XBLOCK);
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = cluster;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    config.attrs = attr;
+    config.numAttrs = 1;
+    cudaError_t err = cudaLaunchKernelEx(&config, exchange_dsmem_k, A, out, rounds);
+    return err != cudaSuccess ? (int)err : (int)cudaGetLastError();
+}
