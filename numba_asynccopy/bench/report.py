@@ -49,15 +49,6 @@ PENDING: dict[str, tuple[tuple[str, ...], str, str, str]] = {
     "numba_tma_copy": (("TensorMap", "cp_async_bulk_tensor_load", "cp_async_bulk_tensor_store"),
                        "TMA branch", "TB/s", "TMA tile copy (2-D tensor maps, multi-stage)"),
     "twin_tma_copy": (("TensorMap",), "TMA branch", "TB/s", "TMA tile copy, CUDA C++"),
-    "numba_cluster_dsmem": (("cluster_dims", "launch", "cp_async_bulk_cluster"), "cluster branch",
-                            "TB/s", "cluster neighbour exchange via DSMEM"),
-    "numba_cluster_global": (("cluster_dims", "launch"), "cluster branch", "TB/s",
-                             "cluster neighbour exchange via global memory"),
-    "twin_cluster_dsmem": (("cp_async_bulk_cluster",), "cluster branch", "TB/s",
-                           "cluster exchange via DSMEM, CUDA C++"),
-    "numba_launch_cluster": (("launch", "cluster_dims"), "cluster branch", "ms",
-                             "ac.launch(..., cluster=) of a kernel"),
-    "numba_launch_plain": (("launch",), "cluster branch", "ms", "Numba's own launch of the same kernel"),
 }
 
 

@@ -6,7 +6,7 @@ its error and the suite goes on.  A suite writes its results to a JSON file
 after every measurement, so a crash (a sticky CUDA error, a hang killed by
 the parent) keeps what was measured before it.
 
-To add a row for a feature another branch brings (bulk copy, TMA, clusters):
+To add a row for a feature another branch brings (bulk copy, TMA):
 write a suite function here that calls ``m.measure(key, ...)`` with the key
 that ``report.PENDING`` lists for it, add it to ``SUITES``, and remove the key
 from ``report.PENDING``.
@@ -378,6 +378,104 @@ def suite_stencil(r: Recorder) -> None:
                    f"error: {type(e).__name__}: {e}")
 
 
+# --- clusters ----------------------------------------------------------------------
+
+CLUSTER_ROUNDS = {"full": 64, "quick": 8}
+CLUSTER_BLOCKS_PER_SM = 4
+
+
+def suite_cluster(r: Recorder) -> None:
+    """The neighbour exchange through DSMEM and through global memory (same
+    rounds, same bytes), its CUDA C++ twin, and the cost of a launch with a
+    cluster shape (``ac.launch``) against Numba's own launch."""
+    from numba import cuda
+
+    import numba_asynccopy as ac
+
+    from ..examples import exchange as ex
+    from . import devutil as du
+    from .twins import ptr
+
+    sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+    blocks = sms * CLUSTER_BLOCKS_PER_SM  # a whole number of 2-CTA clusters
+    rounds = CLUSTER_ROUNDS["quick" if r.quick else "full"]
+    A = cuda.device_array((blocks, ex.TILE), np.float32)
+    out = cuda.device_array((blocks, ex.TILE), np.float32)
+    scratch = cuda.device_array((2, blocks, ex.TILE), np.float32)
+    du.fill_random(A)
+    want = cuda.to_device(ex.expected(A.copy_to_host(), rounds))
+    work = ex.work_bytes(blocks, rounds)
+    config = {"blocks": blocks, "cluster": ex.CLUSTER, "rounds": rounds,
+              "tile_bytes": ex.TILE_BYTES, "block": ex.BLOCK}
+    r.info["cluster_exchange"] = config
+
+    def check_exchange(launch) -> Callable[[], str]:
+        def check():
+            du.poison(out)
+            launch()
+            cuda.synchronize()
+            bad = du.mismatches(want, out)
+            if bad:
+                raise AssertionError(f"{bad} of {blocks * ex.TILE} words differ from the ring "
+                                     f"shift by {rounds}")
+            return f"every tile equals the one {rounds} ranks back in its cluster"
+        return check
+
+    rr = np.int32(rounds)
+    variants = {
+        "numba_cluster_dsmem": ("cluster neighbour exchange via DSMEM", ex.exchange_dsmem,
+                                ex.DSMEM_SIGNATURE, lambda k: (A, out, rr)),
+        "numba_cluster_global": ("cluster neighbour exchange via global memory", ex.exchange_global,
+                                 ex.GLOBAL_SIGNATURE, lambda k: (A, out, scratch, rr)),
+    }
+    for key, (label, fn, sig, args) in variants.items():
+        try:
+            kern = cuda.jit(sig)(fn)
+            r.dump_code(key, kern)
+            launch = (lambda k=kern, a=args(None): ac.launch(k, blocks, ex.BLOCK, a, cluster=ex.CLUSTER))
+            r.measure(key, label, "numba", "TB/s", work, launch, check_exchange(launch), config=config)
+        except Exception as e:
+            r.fail(key, label, "numba", "TB/s", f"error: {type(e).__name__}: {e}")
+    try:
+        tw = r.twins()
+        twin = lambda: tw.exchange_dsmem(ptr(A), ptr(out), blocks, rounds, ex.CLUSTER)  # noqa: E731
+        r.measure("twin_cluster_dsmem", "cluster exchange via DSMEM, CUDA C++", "cuda-c++", "TB/s",
+                  work, twin, check_exchange(twin), config=config)
+    except Exception as e:
+        r.fail("twin_cluster_dsmem", "cluster exchange via DSMEM, CUDA C++", "cuda-c++", "TB/s",
+               f"error: {type(e).__name__}: {e}")
+    del A, out, scratch, want
+
+    # launch cost: the same specialised kernel, host-bound batches of launches
+    probe_out = cuda.device_array(blocks, np.int32)
+    ranks = np.arange(blocks, dtype=np.int32) % ex.CLUSTER
+
+    def check_probe(launch, expect) -> Callable[[], str]:
+        def check():
+            du.poison(probe_out)
+            launch()
+            cuda.synchronize()
+            got = probe_out.copy_to_host()
+            if not np.array_equal(got, expect):
+                raise AssertionError(f"cluster ranks {got[:8]}... expected {expect[:8]}...")
+            return "every block wrote its cluster rank"
+        return check
+
+    try:
+        probe = cuda.jit(ex.PROBE_SIGNATURE)(ex.launch_probe)
+        with_cluster = lambda: ac.launch(probe, blocks, 128, (probe_out,), cluster=ex.CLUSTER)  # noqa: E731
+        plain = lambda: probe[blocks, 128](probe_out)  # noqa: E731
+        lconf = {"blocks": blocks, "block": 128, "cluster": ex.CLUSTER}
+        r.measure("numba_launch_plain", "Numba's own launch of the same kernel", "numba", "ms", 0.0,
+                  plain, check_probe(plain, np.zeros(blocks, np.int32)), config=lconf)
+        r.measure("numba_launch_cluster", "ac.launch(..., cluster=) of a kernel", "numba", "ms", 0.0,
+                  with_cluster, check_probe(with_cluster, ranks), config=lconf)
+    except Exception as e:
+        for key in ("numba_launch_plain", "numba_launch_cluster"):
+            if key not in r.results:
+                r.fail(key, key, "numba", "ms", f"error: {type(e).__name__}: {e}")
+
+
 def device_info() -> dict:
     from numba import cuda
 
@@ -406,6 +504,7 @@ SUITES: dict[str, Callable[[Recorder], None]] = {
     "copy": suite_copy,
     "sgemm": suite_sgemm,
     "stencil": suite_stencil,
+    "cluster": suite_cluster,
 }
 
 def suite_keys(name: str, quick: bool) -> list[str]:
@@ -420,6 +519,9 @@ def suite_keys(name: str, quick: bool) -> list[str]:
     if name == "stencil":
         return ["numba_stencil_async", "numba_stencil_plain", "twin_stencil_async",
                 "twin_stencil_plain"]
+    if name == "cluster":
+        return ["numba_cluster_dsmem", "numba_cluster_global", "twin_cluster_dsmem",
+                "numba_launch_plain", "numba_launch_cluster"]
     return []
 
 

@@ -67,10 +67,12 @@ extern "C" int twin_staged_copy(const void* src, void* dst, long long n, int sta
 
 // --- SGEMM --------------------------------------------------------------------
 // Mirror of examples/sgemm.py: C (M,N) = AT(K,M)^T @ B(K,N), 128x128x8 tiles,
-// 256 threads, 8x8 accumulators; STAGES == 1 is the synchronous variant.
+// 256 threads, 8x8 accumulators, the eight k steps of a tile unrolled (the
+// example writes them out); STAGES == 1 is the synchronous variant.
 template <int STAGES>
 __device__ __forceinline__ void multiply(float (*As)[8][128], float (*Bs)[8][128], int slot,
                                          float acc[8][8], int ty, int tx) {
+#pragma unroll
     for (int k = 0; k < 8; ++k) {
         float4 a0 = *reinterpret_cast<const float4*>(&As[slot][k][4 * ty]);
         float4 a1 = *reinterpret_cast<const float4*>(&As[slot][k][64 + 4 * ty]);
@@ -119,18 +121,20 @@ sgemm_k(const float* __restrict__ AT, const float* __restrict__ B, float* __rest
             }
             __pipeline_commit();
         }
+        int rslot = 0, wslot = STAGES - 1;
         for (int kt = 0; kt < ktiles; ++kt) {
             __pipeline_wait_prior(STAGES > 2 ? STAGES - 2 : 0);
             __syncthreads();
             int nk = kt + STAGES - 1;
             if (nk < ktiles) {
-                int s = nk % STAGES;
                 size_t k = (size_t)nk * 8 + lr;
-                __pipeline_memcpy_async(&As[s][lr][lc], &AT[k * M + m0 + lc], 16);
-                __pipeline_memcpy_async(&Bs[s][lr][lc], &B[k * N + n0 + lc], 16);
+                __pipeline_memcpy_async(&As[wslot][lr][lc], &AT[k * M + m0 + lc], 16);
+                __pipeline_memcpy_async(&Bs[wslot][lr][lc], &B[k * N + n0 + lc], 16);
             }
             __pipeline_commit();
-            multiply<STAGES>(As, Bs, kt % STAGES, acc, ty, tx);
+            multiply<STAGES>(As, Bs, rslot, acc, ty, tx);
+            rslot = rslot == STAGES - 1 ? 0 : rslot + 1;
+            wslot = wslot == STAGES - 1 ? 0 : wslot + 1;
         }
         __pipeline_wait_prior(0);
     }
@@ -171,14 +175,24 @@ extern "C" int twin_sgemm(const float* AT, const float* B, float* C, int M, int 
 __global__ void __launch_bounds__(256)
 stencil_async_k(const float* __restrict__ u, float* __restrict__ out, int H, int W, float a, float b) {
     __shared__ __align__(16) float sh[SROWS][SCOLS];
-    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 32 + tx;
+    const int tx = threadIdx.x, ty = threadIdx.y;
     const int x0 = blockIdx.x * TX, y0 = blockIdx.y * TY;
-    for (int q = tid; q < SROWS * CPR; q += 256) {
-        int r = q / CPR, c = q - r * CPR;
-        int gy = y0 - 1 + r, gx = x0 - HX + 4 * c;
-        bool inside = gy >= 0 && gy < H && gx >= 0 && gx < W;
-        size_t off = inside ? (size_t)gy * W + gx : 0;
-        __pipeline_memcpy_async(&sh[r][4 * c], &u[off], 16, inside ? 0 : 16);
+    // warp ty copies rows ty, ty + 8, ...: lane tx chunk tx, lanes 0 and 1
+    // also chunks 32 and 33 (as the example)
+    const int gxa = x0 - HX + 4 * tx, gxb = gxa + 128;
+    const bool in_a = gxa >= 0 && gxa < W, has_b = tx < CPR - 32, in_b = has_b && gxb < W;
+    const int sxa = in_a ? gxa : 0, sxb = in_b ? gxb : 0;
+#pragma unroll
+    for (int p = 0; p < (SROWS + 7) / 8; ++p) {
+        int r = ty + 8 * p;
+        if (r < SROWS) {
+            int gy = y0 - 1 + r;
+            bool row_in = gy >= 0 && gy < H;
+            size_t row = row_in ? (size_t)gy * W : 0;
+            __pipeline_memcpy_async(&sh[r][4 * tx], &u[row + sxa], 16, row_in && in_a ? 0 : 16);
+            if (has_b)
+                __pipeline_memcpy_async(&sh[r][4 * tx + 128], &u[row + sxb], 16, row_in && in_b ? 0 : 16);
+        }
     }
     __pipeline_commit();
     __pipeline_wait_prior(0);
@@ -225,4 +239,88 @@ extern "C" int twin_stencil_plain(const float* u, float* out, int H, int W, floa
     dim3 grid((W + 31) / 32, (H + 7) / 8);
     stencil_plain_k<<<grid, dim3(32, 8)>>>(u, out, H, W, a, b);
     return (int)cudaGetLastError();
+}
+
+// --- cluster neighbour exchange -----------------------------------------------
+// Mirror of examples/exchange.py (exchange_dsmem): a 16 KB tile passes
+// `rounds` times to the next rank of the cluster, one cluster bulk copy per
+// round into the neighbour's buffer r % 2, completing on its barrier r % 2,
+// and one cluster barrier per round.  PTX through inline asm, as the
+// package emits it.
+#define XTILE 4096
+#define XBLOCK 256
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void cluster_sync_all() {
+    asm volatile("barrier.cluster.arrive.release; barrier.cluster.wait.acquire;" ::: "memory");
+}
+
+__global__ void __launch_bounds__(XBLOCK)
+exchange_dsmem_k(const float* __restrict__ A, float* __restrict__ out, int rounds) {
+    __shared__ __align__(128) float buf[2][XTILE];
+    __shared__ __align__(8) uint64_t bars[2];
+    const int tid = threadIdx.x;
+    const size_t base = (size_t)blockIdx.x * XTILE;
+    uint32_t rank, nctas;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(nctas));
+    const uint32_t nxt = (rank + 1) % nctas;
+    if (tid == 0) {
+        asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(smem_u32(&bars[0])) : "memory");
+        asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(smem_u32(&bars[1])) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+#pragma unroll
+    for (int v = 0; v < XTILE / XBLOCK / 4; ++v) {
+        int e = 4 * (v * XBLOCK + tid);
+        *reinterpret_cast<float4*>(&buf[1][e]) = *reinterpret_cast<const float4*>(&A[base + e]);
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    cluster_sync_all();
+    for (int r = 0; r < rounds; ++r) {
+        const int cur = r & 1;
+        const uint32_t bar = smem_u32(&bars[cur]);
+        if (tid == 0) {
+            asm volatile("{ .reg .b64 st; mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1; }"
+                         ::"r"(bar), "r"(XTILE * 4) : "memory");
+            uint32_t rbar, rdst;
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rbar) : "r"(bar), "r"(nxt));
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+                         : "=r"(rdst) : "r"(smem_u32(&buf[cur][0])), "r"(nxt));
+            asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes"
+                         " [%0], [%1], %2, [%3];"
+                         ::"r"(rdst), "r"(smem_u32(&buf[cur ^ 1][0])), "n"(XTILE * 4), "r"(rbar)
+                         : "memory");
+        }
+        uint32_t done = 0;
+        while (!done)
+            asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;"
+                         " selp.u32 %0, 1, 0, p; }"
+                         : "=r"(done) : "r"(bar), "r"((r >> 1) & 1) : "memory");
+        cluster_sync_all();
+    }
+    const int last = (rounds + 1) & 1;
+#pragma unroll
+    for (int v = 0; v < XTILE / XBLOCK / 4; ++v) {
+        int e = 4 * (v * XBLOCK + tid);
+        *reinterpret_cast<float4*>(&out[base + e]) = *reinterpret_cast<const float4*>(&buf[last][e]);
+    }
+}
+
+extern "C" int twin_exchange_dsmem(const float* A, float* out, int blocks, int rounds, int cluster) {
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(blocks);
+    config.blockDim = dim3(XBLOCK);
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = cluster;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    config.attrs = attr;
+    config.numAttrs = 1;
+    cudaError_t err = cudaLaunchKernelEx(&config, exchange_dsmem_k, A, out, rounds);
+    return err != cudaSuccess ? (int)err : (int)cudaGetLastError();
 }

@@ -97,7 +97,9 @@ class Twins:
         lib.twin_sgemm.argtypes = [P, P, P, I, I, I, I]
         lib.twin_stencil_async.argtypes = [P, P, I, I, F, F]
         lib.twin_stencil_plain.argtypes = [P, P, I, I, F, F]
-        for f in (lib.twin_staged_copy, lib.twin_sgemm, lib.twin_stencil_async, lib.twin_stencil_plain):
+        lib.twin_exchange_dsmem.argtypes = [P, P, I, I, I]
+        for f in (lib.twin_staged_copy, lib.twin_sgemm, lib.twin_stencil_async, lib.twin_stencil_plain,
+                  lib.twin_exchange_dsmem):
             f.restype = I
         self.lib = lib
         self.path = so
@@ -122,6 +124,10 @@ class Twins:
 
     def stencil_plain(self, u: int, out: int, H: int, W: int, a: float, b: float) -> None:
         self._check("twin_stencil_plain", self.lib.twin_stencil_plain(u, out, H, W, a, b))
+
+    def exchange_dsmem(self, a: int, out: int, blocks: int, rounds: int, cluster: int) -> None:
+        self._check("twin_exchange_dsmem",
+                    self.lib.twin_exchange_dsmem(a, out, blocks, rounds, cluster))
 
 
 def ptr(devarray) -> int:

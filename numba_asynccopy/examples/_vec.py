@@ -1,4 +1,5 @@
-"""16-byte register loads and stores for the example kernels.
+"""16-byte register loads and stores, and 4-element chunk views, for the
+example kernels.
 
 Numba gives no 16-byte access: it cannot prove a view's alignment, so four
 adjacent float32 accesses stay four 4-byte instructions.  ``load4`` and
@@ -7,6 +8,12 @@ NVVM turns them into ``ld/st{.shared,.global}.v4.b32``.  The examples use them
 where a thread moves 16 contiguous bytes between shared memory, registers and
 global memory: fewer instructions per byte is what lets a memory-bound kernel
 reach the copy bandwidth.
+
+``view4`` gives the same four elements as a 1-D array view (shape (4,))
+for ``cp_async``: the address is one multiply-add per axis, where a slice
+``a[i, j:j + 4]`` costs Numba's slice clamping and negative-index
+wraparound, and leaves the view's length a run-time value (so a ``cp_async``
+from it walks a run-time chunk loop).
 
 Contract: the four elements ``arr[idx...:idx+4]`` along the last axis are
 contiguous and their address is a multiple of 16 bytes.  In checked mode a
@@ -121,13 +128,41 @@ def store4(typingctx, arr, idx, values):
     return types.void(arr, idx, values), codegen
 
 
+@intrinsic
+def view4(typingctx, arr, idx):
+    """The 1-D view of ``arr[idx]`` and the next three elements of the last
+    axis (shape ``(4,)``, C layout): a 16-byte chunk for ``cp_async`` without
+    slice arithmetic.  ``idx`` must be in range (no negative indices).
+
+    Example::
+
+        ac.cp_async(sh[r, c, :], view4(u, (gy, 4 * gc)), 16)   # one cp.async
+    """
+    kinds = _check("view4", arr, idx)
+    del kinds
+    ret = types.Array(arr.dtype, 1, "C")
+
+    def codegen(context, builder, sig, args):
+        aty = sig.args[0]
+        ptr = _pointer(context, builder, "view4", aty, args[0], sig.args[1], args[1])
+        out = context.make_array(sig.return_type)(context, builder)
+        intp = context.get_value_type(types.intp)
+        size = context.get_abi_sizeof(context.get_data_type(aty.dtype))
+        context.populate_array(out, data=ptr, shape=[ir.Constant(intp, 4)],
+                               strides=[ir.Constant(intp, size)],
+                               itemsize=ir.Constant(intp, size), meminfo=None)
+        return out._getvalue()
+
+    return ret(arr, idx), codegen
+
+
 # --- CUDA simulator (NUMBA_ENABLE_CUDASIM=1): the same contract on numpy views
 from .. import sim as _sim  # noqa: E402
 
 if _sim.ENABLED:
     from ..sim import _runtime as _rt
 
-    _device = {"load4": load4, "store4": store4}
+    _device = {"load4": load4, "store4": store4, "view4": view4}
 
     def _sim_index(api: str, arr, idx, *extra):
         (a, i, *_), _ = _rt.validate(_device[api], arr, idx, *extra)
@@ -163,3 +198,13 @@ if _sim.ENABLED:
         a, head, j = _sim_index("store4", arr, idx, values)
         for d in range(4):
             a[head + (j + d,)] = values[d]
+
+    def view4(arr, idx):  # noqa: F811
+        """Simulator version of ``view4``.
+
+        Example::
+
+            ac.cp_async(sh[r, c, :], view4(u, (gy, 4 * gc)), 16)
+        """
+        a, head_, j = _sim_index("view4", arr, idx)
+        return a[head_ + (slice(j, j + 4),)]

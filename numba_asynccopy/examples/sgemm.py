@@ -48,13 +48,17 @@ BM = 128
 BN = 128
 BK = 8
 BLOCK = 256
+QM = BM // 4     # 16-byte chunks in a row of a tile
+QN = BN // 4
+HALF = 16        # chunk index of column 64 in a tile row
 
 
 @lru_cache(maxsize=None)
 def make_sgemm(stages: int = 3):
-    """Python function ``sgemm(AT, B, C)`` (compile with ``cuda.jit(SIGNATURE)``,
-    launch ``[grid(M, N), BLOCK]``).  ``stages=1``: synchronous loads;
-    ``stages >= 2``: a cp.async pipeline with that many shared buffers."""
+    """Python function ``sgemm(AT, B, C)`` (compile with ``cuda.jit(SIGNATURE,
+    **JIT_OPTIONS)``, launch ``[grid(M, N), BLOCK]``).  ``stages=1``:
+    synchronous loads; ``stages >= 2``: a cp.async pipeline with that many
+    shared buffers."""
     if stages < 1:
         raise ValueError("stages must be >= 1")
     nbuf = stages
@@ -62,28 +66,47 @@ def make_sgemm(stages: int = 3):
     if 2 * nbuf * BK * BM * 4 > 48 * 1024:
         raise ValueError(f"stages={stages} needs more than 48 KB of static shared memory")
 
-    def multiply(As, Bs, slot, acc, ty, tx):
+    def k_step(As, Bs, slot, k, acc, ty, tx):
+        # one rank-1 update: 4 x LDS.128, 64 FFMA
         a = cuda.local.array(8, np.float32)
         b = cuda.local.array(8, np.float32)
-        for k in range(BK):
-            a[0], a[1], a[2], a[3] = load4(As, (slot, k, 4 * ty))
-            a[4], a[5], a[6], a[7] = load4(As, (slot, k, 64 + 4 * ty))
-            b[0], b[1], b[2], b[3] = load4(Bs, (slot, k, 4 * tx))
-            b[4], b[5], b[6], b[7] = load4(Bs, (slot, k, 64 + 4 * tx))
-            for i in range(8):
-                for j in range(8):
-                    acc[i, j] += a[i] * b[j]
+        a[0], a[1], a[2], a[3] = load4(As, (slot, k, ty, 0))
+        a[4], a[5], a[6], a[7] = load4(As, (slot, k, HALF + ty, 0))
+        b[0], b[1], b[2], b[3] = load4(Bs, (slot, k, tx, 0))
+        b[4], b[5], b[6], b[7] = load4(Bs, (slot, k, HALF + tx, 0))
+        for i in range(8):
+            for j in range(8):
+                acc[i, j] += a[i] * b[j]
+
+    k_step = cuda.jit(device=True, inline="always")(k_step)
+
+    def multiply(As, Bs, slot, acc, ty, tx):
+        # the eight k steps written out: one basic block, so ptxas can load
+        # the next step's fragments while this step's FFMAs run (NVVM does
+        # not unroll a loop of this size by itself)
+        k_step(As, Bs, slot, 0, acc, ty, tx)
+        k_step(As, Bs, slot, 1, acc, ty, tx)
+        k_step(As, Bs, slot, 2, acc, ty, tx)
+        k_step(As, Bs, slot, 3, acc, ty, tx)
+        k_step(As, Bs, slot, 4, acc, ty, tx)
+        k_step(As, Bs, slot, 5, acc, ty, tx)
+        k_step(As, Bs, slot, 6, acc, ty, tx)
+        k_step(As, Bs, slot, 7, acc, ty, tx)
 
     multiply = cuda.jit(device=True, inline="always")(multiply)
 
     def sgemm(AT, B, C):
-        As = cuda.shared.array((nbuf, BK, BM), np.float32, alignment=16)
-        Bs = cuda.shared.array((nbuf, BK, BN), np.float32, alignment=16)
+        # tiles as (buffer, k, 16-byte chunk, 4): a chunk is a whole last
+        # axis, so each cp.async below is one instruction (its chunk count is
+        # a compile-time 1) and each fragment read one ld.shared.v4
+        As = cuda.shared.array((nbuf, BK, QM, 4), np.float32, alignment=16)
+        Bs = cuda.shared.array((nbuf, BK, QN, 4), np.float32, alignment=16)
         tid = cuda.threadIdx.x
         ty = tid // 16
         tx = tid % 16
         lr = tid // 32          # the k row of the thread's chunk
-        lc = 4 * (tid % 32)     # its first column
+        lq = tid % 32           # its chunk in that row
+        lc = 4 * lq             # its first column
         m0 = cuda.blockIdx.y * BM
         n0 = cuda.blockIdx.x * BN
         ktiles = AT.shape[0] // BK
@@ -94,29 +117,37 @@ def make_sgemm(stages: int = 3):
         if stages == 1:
             for kt in range(ktiles):
                 k = kt * BK + lr
-                store4(As, (0, lr, lc), load4(AT, (k, m0 + lc)))
-                store4(Bs, (0, lr, lc), load4(B, (k, n0 + lc)))
+                store4(As, (0, lr, lq, 0), load4(AT, (k, m0 + lc)))
+                store4(Bs, (0, lr, lq, 0), load4(B, (k, n0 + lc)))
                 cuda.syncthreads()
                 multiply(As, Bs, 0, acc, ty, tx)
                 cuda.syncthreads()
         else:
+            # the thread's source columns, once: k-tile t is row t * BK of
+            # these views (an unsigned row index: no negative-index wraparound)
+            a_src = AT[lr:, m0 + lc:m0 + lc + 4]
+            b_src = B[lr:, n0 + lc:n0 + lc + 4]
             for s in range(stages - 1):
                 if s < ktiles:
-                    k = s * BK + lr
-                    ac.cp_async(As[s, lr, lc:lc + 4], AT[k, m0 + lc:m0 + lc + 4], 16)
-                    ac.cp_async(Bs[s, lr, lc:lc + 4], B[k, n0 + lc:n0 + lc + 4], 16)
+                    row = np.uint32(s * BK)
+                    ac.cp_async(As[s, lr, lq, :], a_src[row, :], 16)
+                    ac.cp_async(Bs[s, lr, lq, :], b_src[row, :], 16)
                 ac.commit_group()
+            # ring slots as counters (no modulo in the loop)
+            rslot = 0               # k-tile kt
+            wslot = stages - 1      # k-tile kt + stages - 1
             for kt in range(ktiles):
                 ac.wait_group(pending)  # this thread's copies of k-tile kt landed
                 cuda.syncthreads()      # everyone's did, and k-tile kt-1 is done
                 nk = kt + stages - 1
                 if nk < ktiles:
-                    s = nk % stages
-                    k = nk * BK + lr
-                    ac.cp_async(As[s, lr, lc:lc + 4], AT[k, m0 + lc:m0 + lc + 4], 16)
-                    ac.cp_async(Bs[s, lr, lc:lc + 4], B[k, n0 + lc:n0 + lc + 4], 16)
+                    row = np.uint32(nk * BK)
+                    ac.cp_async(As[wslot, lr, lq, :], a_src[row, :], 16)
+                    ac.cp_async(Bs[wslot, lr, lq, :], b_src[row, :], 16)
                 ac.commit_group()
-                multiply(As, Bs, kt % stages, acc, ty, tx)
+                multiply(As, Bs, rslot, acc, ty, tx)
+                rslot = 0 if rslot == stages - 1 else rslot + 1
+                wslot = 0 if wslot == stages - 1 else wslot + 1
             ac.wait_all()
         for h in range(2):
             for i in range(4):

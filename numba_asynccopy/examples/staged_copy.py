@@ -31,7 +31,7 @@ from numba import cuda, types
 
 import numba_asynccopy as ac
 
-from ._vec import load4, store4
+from ._vec import load4, store4, view4
 
 #: static shared memory a block may declare without an opt-in
 STATIC_SMEM_LIMIT = 48 * 1024
@@ -75,7 +75,10 @@ def make_staged_copy(stages: int = 4, chunk_bytes: int = 16, block: int = 256, p
             if t < ntiles:
                 for k in range(per_thread):
                     b = t * tile + (k * block + tid) * words
-                    ac.cp_async(ring[s, k, tid, :], src[b:b + words], chunk_bytes)
+                    if vector:  # view4: no slice clamping in the address
+                        ac.cp_async(ring[s, k, tid, :], view4(src, b), chunk_bytes)
+                    else:
+                        ac.cp_async(ring[s, k, tid, :], src[b:b + words], chunk_bytes)
             ac.commit_group()
         i = 0
         t = first
@@ -85,7 +88,10 @@ def make_staged_copy(stages: int = 4, chunk_bytes: int = 16, block: int = 256, p
             if nt < ntiles:
                 for k in range(per_thread):
                     b = nt * tile + (k * block + tid) * words
-                    ac.cp_async(ring[slot, k, tid, :], src[b:b + words], chunk_bytes)
+                    if vector:
+                        ac.cp_async(ring[slot, k, tid, :], view4(src, b), chunk_bytes)
+                    else:
+                        ac.cp_async(ring[slot, k, tid, :], src[b:b + words], chunk_bytes)
             ac.commit_group()
             ac.wait_group(in_flight)
             cur = i % stages

@@ -31,7 +31,7 @@ from numba import cuda, types
 
 import numba_asynccopy as ac
 
-from ._vec import load4, store4
+from ._vec import load4, store4, view4
 
 TY = 32           # tile rows
 TX = 128          # tile columns
@@ -39,29 +39,44 @@ HX = 4            # halo columns each side (one 16-byte chunk)
 SROWS = TY + 2
 SCOLS = TX + 2 * HX
 CHUNKS_PER_ROW = SCOLS // 4
+ROW_PASSES = (SROWS + 7) // 8   # halo rows per warp, rounded up
 BLOCK_ASYNC = (32, 8)
 BLOCK_PLAIN = (32, 8)
 
 
 def stencil_async(u, out, a, b):
-    sh = cuda.shared.array((SROWS, SCOLS), np.float32, alignment=16)
+    # the window as (row, 16-byte chunk, 4): a chunk is a whole last axis, so
+    # each cp.async below is one instruction
+    sh = cuda.shared.array((SROWS, CHUNKS_PER_ROW, 4), np.float32, alignment=16)
     H = u.shape[0]
     W = u.shape[1]
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
-    tid = ty * 32 + tx
     x0 = cuda.blockIdx.x * TX
     y0 = cuda.blockIdx.y * TY
-    # the halo window, 16-byte chunks spread over the block (coalesced rows)
-    for q in range(tid, SROWS * CHUNKS_PER_ROW, 256):
-        r = q // CHUNKS_PER_ROW
-        c = q - r * CHUNKS_PER_ROW
-        gy = y0 - 1 + r
-        gx = x0 - HX + 4 * c
-        inside = gy >= 0 and gy < H and gx >= 0 and gx < W
-        sy = gy if inside else 0
-        sx = gx if inside else 0
-        ac.cp_async(sh[r, 4 * c:4 * c + 4], u[sy, sx:sx + 4], 16, src_size=16 if inside else 0)
+    # the halo window: warp ty copies rows ty, ty + 8, ...; lane tx chunk tx
+    # of each (one coalesced 512-byte run), lanes 0 and 1 also chunks 32, 33.
+    # The column tests are the same in every row: done once.  Constant trip
+    # counts and plain conditions give straight-line code.
+    gxa = x0 - HX + 4 * tx              # chunk tx
+    in_a = gxa >= 0 and gxa < W
+    sxa = gxa if in_a else 0            # clamped: every source address is valid
+    gxb = gxa + 128                     # chunk tx + 32 (lanes 0, 1 only)
+    has_b = tx < CHUNKS_PER_ROW - 32
+    in_b = has_b and gxb < W
+    sxb = gxb if in_b else 0
+    for p in range(ROW_PASSES):
+        r = ty + 8 * p
+        if r < SROWS:
+            gy = y0 - 1 + r
+            row_in = gy >= 0 and gy < H
+            sy = gy if row_in else 0
+            # view4: chunk addresses without slice clamping or wraparound
+            ac.cp_async(view4(sh, (r, tx, 0)), view4(u, (sy, sxa)), 16,
+                        src_size=16 if row_in and in_a else 0)
+            if has_b:
+                ac.cp_async(view4(sh, (r, tx + 32, 0)), view4(u, (sy, sxb)), 16,
+                            src_size=16 if row_in and in_b else 0)
     ac.commit_group()
     ac.wait_group(0)
     cuda.syncthreads()
@@ -72,15 +87,15 @@ def stencil_async(u, out, a, b):
             gy = y0 + row
             if gy < H:
                 sr = row + 1
-                sc = HX + 4 * tx
-                c0, c1, c2, c3 = load4(sh, (sr, sc))
+                sc = tx + 1          # the chunk of columns gx..gx+3
+                c0, c1, c2, c3 = load4(sh, (sr, sc, 0))
                 if gy == 0 or gy == H - 1:
                     store4(out, (gy, gx), (c0, c1, c2, c3))
                 else:
-                    n0, n1, n2, n3 = load4(sh, (sr - 1, sc))
-                    s0, s1, s2, s3 = load4(sh, (sr + 1, sc))
-                    left = sh[sr, sc - 1]
-                    right = sh[sr, sc + 4]
+                    n0, n1, n2, n3 = load4(sh, (sr - 1, sc, 0))
+                    s0, s1, s2, s3 = load4(sh, (sr + 1, sc, 0))
+                    left = sh[sr, sc - 1, 3]
+                    right = sh[sr, sc + 1, 0]
                     o0 = a * c0 + b * (n0 + s0 + left + c1)
                     o1 = a * c1 + b * (n1 + s1 + c0 + c2)
                     o2 = a * c2 + b * (n2 + s2 + c1 + c3)

@@ -17,6 +17,7 @@ alone fails above 48 KB) and checks declared cluster shapes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Sequence, Union
 
 from llvmlite import ir
@@ -195,7 +196,6 @@ def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
         out = cuda.device_array(8, np.int32)
         ac.launch(ring, grid=8, block=32, args=(out,), cluster=4)
     """
-    from cuda.core import LaunchConfig
     from cuda.core import launch as core_launch
 
     what = "ac.launch"
@@ -214,16 +214,28 @@ def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
     cufunc, st, shape = _prepare(k, grid3, block3, shared_mem, cl, non_portable, what)
     s = _nb.core_stream(stream)
     kernelargs, retr = _nb.marshal_args(k, args, s)
-    if shape is not None and st.declared is None:
-        # cuda.core counts the grid in clusters when a cluster is given
-        clusters = tuple(g // c for g, c in zip(grid3, shape))
-        config = LaunchConfig(grid=clusters, cluster=shape, block=block3, shmem_size=int(shared_mem))
-    else:
-        # a declared shape is part of the kernel; the driver clusters the blocks
-        config = LaunchConfig(grid=grid3, block=block3, shmem_size=int(shared_mem))
+    config = _launch_config(cufunc.device.id, grid3, block3, int(shared_mem),
+                            shape if st.declared is None else None)
     core_launch(s, config, cufunc.kernel, *kernelargs)
     for writeback in retr:
         writeback()
+
+
+@lru_cache(maxsize=512)
+def _launch_config(device_id: int, grid3: tuple, block3: tuple, shared_mem: int,
+                   cluster: tuple | None) -> Any:
+    """The cuda.core LaunchConfig of a launch shape, built once per shape and
+    device: building one with a cluster queries the device, which would
+    otherwise cost every launch (keyed by device, so that query still runs
+    for each device)."""
+    from cuda.core import LaunchConfig
+
+    if cluster is not None:
+        # cuda.core counts the grid in clusters when a cluster is given
+        clusters = tuple(g // c for g, c in zip(grid3, cluster))
+        return LaunchConfig(grid=clusters, cluster=cluster, block=block3, shmem_size=shared_mem)
+    # no cluster, or a declared shape (part of the kernel: the driver clusters the blocks)
+    return LaunchConfig(grid=grid3, block=block3, shmem_size=shared_mem)
 
 
 def max_active_clusters(kernel: Any, block: Dim, cluster: Dim | None = None, *,

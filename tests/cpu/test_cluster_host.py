@@ -174,3 +174,12 @@ def test_numba_cuda_internals_exist():
 
 def test_compiling_kernel_outside_a_compile_is_none():
     assert nb.compiling_kernel() is None
+
+
+def test_launch_config_is_built_once_per_shape():
+    from numba_asynccopy.host import launch as L
+
+    a = L._launch_config(0, (4, 1, 1), (32, 1, 1), 0, None)
+    assert L._launch_config(0, (4, 1, 1), (32, 1, 1), 0, None) is a
+    assert L._launch_config(0, (8, 1, 1), (32, 1, 1), 0, None) is not a
+    assert tuple(a.grid) == (4, 1, 1) and tuple(a.block) == (32, 1, 1)

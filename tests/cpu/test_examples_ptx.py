@@ -13,10 +13,11 @@ import pytest
 from numba import cuda, types
 
 from numba_asynccopy import toolchain
+from numba_asynccopy.examples import exchange as ex
 from numba_asynccopy.examples import sgemm as sg
 from numba_asynccopy.examples import staged_copy as sc
 from numba_asynccopy.examples import stencil as st
-from numba_asynccopy.examples._vec import load4, store4
+from numba_asynccopy.examples._vec import load4, store4, view4
 
 from .helpers import instructions
 
@@ -28,6 +29,11 @@ def ptx(key):
         return cuda.compile_ptx(sc.make_staged_copy(*params), sc.SIGNATURE, cc=(9, 0))[0]
     if kind == "sgemm":
         return cuda.compile_ptx(sg.make_sgemm(*params), sg.SIGNATURE, cc=(9, 0))[0]
+    if kind == "exchange":
+        fn, sig = {"dsmem": (ex.exchange_dsmem, ex.DSMEM_SIGNATURE),
+                   "global": (ex.exchange_global, ex.GLOBAL_SIGNATURE),
+                   "probe": (ex.launch_probe, ex.PROBE_SIGNATURE)}[params[0]]
+        return cuda.compile_ptx(fn, sig, cc=(9, 0))[0]
     fn = {"async": st.stencil_async, "plain": st.stencil_plain}[params[0]]
     return cuda.compile_ptx(fn, st.SIGNATURE, cc=(9, 0))[0]
 
@@ -80,8 +86,9 @@ def test_staged_copy_rejects_bad_parameters():
 @pytest.mark.parametrize("stages", [1, 2, 3, 4])
 def test_sgemm_ptx(stages):
     text = ptx(("sgemm", stages))
-    assert count(text, r"fma\.rn\.f32") == 64  # one k-step of the 8x8 accumulator
-    assert count(text, r"ld\.shared\.v4\.f32") == 4
+    # the eight k steps of a k-tile written out: 8 x 64 FFMA, 8 x 4 fragment loads
+    assert count(text, r"fma\.rn\.f32") == 512
+    assert count(text, r"ld\.shared\.v4\.f32") == 32
     assert count(text, r"st\.global\.v4\.f32") == 16
     if stages == 1:
         assert count(text, r"cp\.async") == 0
@@ -90,7 +97,9 @@ def test_sgemm_ptx(stages):
         assert count(text, r"bar\.sync") == 2
     else:
         copies = instructions(text, r"cp\.async\.cg\.shared\.global")
-        assert copies and all(c.endswith(", 16") for c in copies)
+        # one instruction per 16-byte chunk: (stages - 1) prologue tiles and
+        # the loop's tile, two chunks (A and B) each; no run-time chunk loop
+        assert len(copies) == 2 * stages and all(c.endswith(", 16") for c in copies), copies
         assert instructions(text, r"cp\.async\.wait_group") == [f"cp.async.wait_group {stages - 2}"]
         assert count(text, r"bar\.sync") == 1  # one barrier per k-tile
         assert count(text, r"ld\.global") == 0
@@ -123,6 +132,70 @@ def test_stencil_ptx():
     assert count(plain, r"cp\.async") == 0
     assert count(plain, r"ld\.global\.f32") == 5
     assemble_clean(plain)
+
+
+def test_stencil_halo_copies_are_single_instructions():
+    text = ptx(("stencil", "async"))
+    # 5 row passes x (chunk tx, chunk tx + 32), straight-line: no chunk loops
+    assert count(text, r"cp\.async\.cg\.shared\.global") == 10
+    assert "ld.local" not in text and "st.local" not in text
+
+
+def test_exchange_ptx():
+    text = ptx(("exchange", "dsmem"))
+    bulk = instructions(text, r"cp\.async\.bulk\.shared::cluster")
+    assert len(bulk) == 1 and f", {ex.TILE_BYTES}, " in bulk[0], bulk  # one copy per round
+    assert count(text, r"mbarrier\.init") == 2
+    assert count(text, r"mbarrier\.arrive\.expect_tx") == 1
+    assert count(text, r"mbarrier\.try_wait\.parity") == 1
+    assert count(text, r"mapa\.shared::cluster") == 2  # destination and barrier
+    assert count(text, r"fence\.proxy\.async\.shared::cta") == 1
+    assert count(text, r"barrier\.cluster\.arrive\.release") == 2  # setup, each round
+    assemble_clean(text)
+    glob = ptx(("exchange", "global"))
+    assert count(glob, r"cp\.async") == 0 and count(glob, r"mbarrier") == 0
+    # NVVM unrolls the rounds loop (by 2, plus a remainder round): one
+    # cluster barrier and 2 x VECS 16-byte global accesses per round copy,
+    # plus the tile in and out
+    rounds = count(glob, r"barrier\.cluster\.arrive\.release")
+    assert rounds >= 1
+    assert count(glob, r"st\.global\.v4\.f32") == ex.VECS * (rounds + 1)
+    assert count(glob, r"ld\.global\.v4\.f32") == ex.VECS * (rounds + 1)
+    assert count(glob, r"ld\.global\.f32|st\.global\.f32") == 0
+    assemble_clean(glob)
+    assemble_clean(ptx(("exchange", "probe")))
+
+
+def test_exchange_expected_is_a_ring_shift():
+    a = np.arange(6 * 3, dtype=np.float32).reshape(6, 3)
+    got = ex.expected(a, 1, cluster=3)
+    assert np.array_equal(got[1], a[0]) and np.array_equal(got[0], a[2])  # rank 0 gets rank 2's
+    assert np.array_equal(got[3], a[5])  # second cluster
+    assert np.array_equal(ex.expected(a, 3, cluster=3), a)
+    assert np.array_equal(ex.expected(a, 0, cluster=2), a)
+    with pytest.raises(ValueError, match="whole number of clusters"):
+        ex.expected(a[:5], 1, cluster=2)
+    assert ex.work_bytes(264, 64) == 264 * 64 * 16384
+
+
+def test_view4_is_one_chunk_without_slice_arithmetic():
+    import numba_asynccopy as ac
+
+    def k(a):
+        sh = cuda.shared.array((8, 4), np.float32, alignment=16)
+        i = cuda.threadIdx.x
+        ac.cp_async(view4(sh, (i, 0)), view4(a, (i, 4 * i)), 16)
+        ac.commit_group()
+
+    text = cuda.compile_ptx(k, (types.float32[:, ::1],), cc=(9, 0))[0]
+    assert count(text, r"cp\.async\.cg\.shared\.global") == 1
+    assert count(text, r"bra") == 0  # no chunk loop, no wraparound branches
+
+    def bad(a):
+        view4(a, (0.5,))
+
+    with pytest.raises(Exception, match="view4: `idx` must be 1 integer index"):
+        cuda.compile_ptx(bad, (types.float32[::1],), cc=(9, 0))
 
 
 def test_stencil_reference_and_shape_rule():
@@ -165,6 +238,8 @@ def test_twins_source_compiles():
     # every staged-copy configuration the benchmark sweeps is instantiated
     for stages, _, block, pt in sc.SWEEP:
         assert f"staged_copy_kILi{stages}ELi{block}ELi{pt}E" in proc.stderr
+    assert "exchange_dsmem_k" in proc.stderr
+    assert "spill" not in proc.stderr.replace("0 bytes spill", "")
 
 
 # --- the report side of the benchmark (no GPU) -----------------------------

@@ -10,6 +10,7 @@ import pytest
 from numba import cuda
 
 import numba_asynccopy as ac
+from numba_asynccopy.examples import exchange as ex
 from numba_asynccopy.examples import sgemm as sg
 from numba_asynccopy.examples import staged_copy as sc
 from numba_asynccopy.examples import stencil as st
@@ -103,6 +104,36 @@ def test_stencil_async_checked_mode():
     np.testing.assert_allclose(d_out.copy_to_host(), st.reference(u, 0.5, 0.125), rtol=0, atol=2e-6)
 
 
+@pytest.mark.parametrize("cluster,rounds", [(2, 0), (2, 1), (2, 7), (4, 6), (8, 11)])
+@pytest.mark.parametrize("variant", ["dsmem", "global"])
+@pytest.mark.parametrize("checked", [False, True])
+def test_cluster_exchange(variant, cluster, rounds, checked):
+    blocks = 3 * cluster
+    a = rng.uniform(-1, 1, (blocks, ex.TILE)).astype(np.float32)
+    with ac.checked_mode(checked):
+        if variant == "dsmem":
+            kernel = cuda.jit(ex.DSMEM_SIGNATURE)(ex.exchange_dsmem)
+        else:
+            kernel = cuda.jit(ex.GLOBAL_SIGNATURE)(ex.exchange_global)
+    d_out = cuda.to_device(poisoned((blocks, ex.TILE), np.float32))
+    args = (cuda.to_device(a), d_out, np.int32(rounds))
+    if variant == "global":
+        scratch = cuda.to_device(poisoned((2, blocks, ex.TILE), np.float32))
+        args = args[:2] + (scratch,) + args[2:]
+    ac.launch(kernel, blocks, ex.BLOCK, args, cluster=cluster)
+    np.testing.assert_array_equal(d_out.copy_to_host(), ex.expected(a, rounds, cluster))
+
+
+def test_launch_probe_both_launch_paths():
+    blocks = 8
+    kernel = cuda.jit(ex.PROBE_SIGNATURE)(ex.launch_probe)
+    out = cuda.to_device(np.full(blocks, -1, np.int32))
+    ac.launch(kernel, blocks, 128, (out,), cluster=ex.CLUSTER)
+    np.testing.assert_array_equal(out.copy_to_host(), np.arange(blocks) % ex.CLUSTER)
+    kernel[blocks, 128](out)
+    np.testing.assert_array_equal(out.copy_to_host(), np.zeros(blocks, np.int32))
+
+
 @pytest.fixture(scope="module")
 def twins(tmp_path_factory):
     from numba_asynccopy.bench.twins import Build, TwinError, find_nvcc
@@ -150,3 +181,11 @@ def test_twins_match_numpy(twins):
         f(_ptr(d_u), _ptr(d_out), H, W, 0.5, 0.125)
         cuda.synchronize()
         np.testing.assert_allclose(d_out.copy_to_host(), ref, rtol=0, atol=2e-6)
+    # cluster exchange
+    for cluster, rounds in ((2, 5), (4, 3)):
+        blocks = 3 * cluster
+        a = rng.uniform(-1, 1, (blocks, ex.TILE)).astype(np.float32)
+        d_a, d_out = cuda.to_device(a), cuda.to_device(poisoned((blocks, ex.TILE), np.float32))
+        twins.exchange_dsmem(_ptr(d_a), _ptr(d_out), blocks, rounds, cluster)
+        cuda.synchronize()
+        np.testing.assert_array_equal(d_out.copy_to_host(), ex.expected(a, rounds, cluster))
