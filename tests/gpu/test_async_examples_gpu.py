@@ -55,9 +55,9 @@ BULK_CASES = [(c, False) for c in BULK_CONFIGS] + [(c, True) for c in (bc.SWEEP[
 def bulk_sizes(chunk):
     words = bc.tile_words(chunk)
     return [
-        words * int(rng.integers(9, 14)) + int(rng.integers(1, words)) if words > 1 else 1000,  # tail
+        words * int(rng.integers(9, 14)) + int(rng.integers(1, words)),  # whole tiles and a tail
         words * 12,  # whole tiles only
-        max(1, words // 2 + 3),  # less than one tile: all tail
+        int(rng.integers(1, words)),  # less than one tile: all tail
     ]
 
 
