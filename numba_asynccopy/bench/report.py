@@ -42,13 +42,6 @@ class Row:
 #: measurement key -> (what it needs in ``numba_asynccopy``, where that comes from,
 #: unit, label).  Remove a key here when a suite measures it.
 PENDING: dict[str, tuple[tuple[str, ...], str, str, str]] = {
-    "numba_bulk_copy": (("cp_async_bulk_g2s", "cp_async_bulk_s2g", "bulk_commit_group",
-                         "bulk_wait_group", "mbarrier_arrive_expect_tx"),
-                        "bulk + mbarrier branches", "TB/s", "bulk copy (cp.async.bulk on an mbarrier)"),
-    "twin_bulk_copy": (("cp_async_bulk_g2s",), "bulk branch", "TB/s", "bulk copy, CUDA C++"),
-    "numba_tma_copy": (("TensorMap", "cp_async_bulk_tensor_load", "cp_async_bulk_tensor_store"),
-                       "TMA branch", "TB/s", "TMA tile copy (2-D tensor maps, multi-stage)"),
-    "twin_tma_copy": (("TensorMap",), "TMA branch", "TB/s", "TMA tile copy, CUDA C++"),
 }
 
 

@@ -23,6 +23,8 @@ from typing import Callable
 
 import numpy as np
 
+from . import suites_async as _async
+
 SIZES = {
     "full": {"copy_words": 1 << 28, "sgemm": (4096, 8192), "stencil": (16384, 16384)},
     "quick": {"copy_words": (1 << 24) + 4100, "sgemm": (1024,), "stencil": (2000, 2048)},
@@ -505,11 +507,14 @@ SUITES: dict[str, Callable[[Recorder], None]] = {
     "sgemm": suite_sgemm,
     "stencil": suite_stencil,
     "cluster": suite_cluster,
+    **_async.SUITES,  # bulk, tma (suites_async.py)
 }
 
 def suite_keys(name: str, quick: bool) -> list[str]:
     """The measurement keys a suite records (to report a suite that died early)."""
     sizes = SIZES["quick" if quick else "full"]
+    if name in _async.SUITE_KEYS:
+        return list(_async.SUITE_KEYS[name])
     if name == "copy":
         return ["torch_copy", "numba_staged_copy", "twin_staged_copy"]
     if name == "sgemm":

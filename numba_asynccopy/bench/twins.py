@@ -51,7 +51,8 @@ class Build:
             return
         outdir.mkdir(parents=True, exist_ok=True)
         self.cmd = [nvcc, "-O3", "-std=c++17", "--shared", "-Xcompiler", "-fPIC", "-lineinfo",
-                    gencode(cc), "-Xptxas", "-v", "-o", str(self.so), str(SOURCE)]
+                    gencode(cc), "-Xptxas", "-v", "-o", str(self.so), str(SOURCE),
+                    str(SOURCE.with_name("twins_bulk.cu"))]  # bulk/TMA twins (suites_async)
         self.log = open(self.log_path, "w")
         self.log.write(" ".join(self.cmd) + "\n")
         self.log.flush()

@@ -10,6 +10,8 @@ the Numba signature it is compiled for, so it can be compiled without a GPU
 - ``stencil``: 2-D 5-point stencil with cp.async halo tiles, and a plain version.
 - ``exchange``: a cluster neighbour exchange through distributed shared memory
   (cluster bulk copy) and the same exchange through global memory.
+- ``bulk_copy``: global -> shared -> global with 1-D cp.async.bulk on mbarriers (sm_90).
+- ``tma_copy``: 2-D tile copy with TMA tensor maps, multi-stage (sm_90).
 
 The benchmark (``python -m numba_asynccopy.bench``) measures them against
 torch, cuBLAS and CUDA C++ twins (``numba_asynccopy/bench/twins.cu``).

@@ -1,0 +1,303 @@
+"""Benchmark suites of the bulk-copy and TMA-tile-copy examples (issue 7).
+
+Registered in :data:`numba_asynccopy.bench.suites.SUITES` as ``bulk`` and
+``tma``; they record the keys ``numba_bulk_copy``, ``twin_bulk_copy``,
+``numba_tma_copy`` and ``twin_tma_copy`` that ``report.comparisons`` compares
+with ``torch_copy`` (measured by the ``copy`` suite of the same run, over
+the same number of bytes) and with each other.
+
+Each suite first runs its kernel in checked mode on a small input: checked
+mode bounds every mbarrier wait, so a pipeline bug traps (and is recorded)
+instead of hanging the suite.  Then it sweeps the example's configurations
+briefly, times the fastest fully, and runs the CUDA C++ twin
+(``twins_bulk.cu``) in that same configuration.  Every row checks its
+output (poisoned first) against the fresh random source before timing.
+
+A torch copy of the suite's own buffers is also recorded
+(``torch_copy_bulk``, ``torch_copy_tma``: information only, so that a run
+with ``--only bulk,tma`` still shows the ceiling beside the rows).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+if TYPE_CHECKING:  # suites imports this module: no import of it at run time
+    from .suites import Recorder
+
+SIZES = {
+    # the same bytes as the copy suite's 1 GiB torch copy
+    "full": {"bulk_words": 1 << 28, "tma_shape": (16384, 16384)},
+    # tails: a partial chunk; partial boxes on both axes
+    "quick": {"bulk_words": (1 << 24) + 4100, "tma_shape": (4100, 4092)},
+}
+SMOKE_BULK_WORDS = 3 * 8192 * 7 + 1000
+SMOKE_TMA_SHAPE = (200, 700)
+
+#: measurement keys each suite records (for a suite that dies early)
+SUITE_KEYS = {
+    "bulk": ["numba_bulk_copy", "twin_bulk_copy"],
+    "tma": ["numba_tma_copy", "twin_tma_copy"],
+}
+
+
+class _Twin:
+    """The bulk/TMA launchers of the twins library (``twins_bulk.cu``)."""
+
+    def __init__(self, twins):
+        lib = twins.lib
+        P, I, LL = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
+        lib.twin_bulk_copy.argtypes = [P, P, LL, I, I, I]
+        lib.twin_tma_copy.argtypes = [P, P, LL, LL, I, I, I, I]
+        lib.twin_bulk_copy.restype = lib.twin_tma_copy.restype = I
+        self.lib = lib
+
+    @staticmethod
+    def _check(name: str, rc: int) -> None:
+        from .twins import TwinError
+
+        if rc == -1:
+            raise TwinError(f"{name}: configuration not instantiated in twins_bulk.cu")
+        if rc:
+            raise TwinError(f"{name}: CUDA error {rc}")
+
+    def bulk_copy(self, src: int, dst: int, n: int, stages: int, chunk_bytes: int, grid: int) -> None:
+        self._check("twin_bulk_copy", self.lib.twin_bulk_copy(src, dst, n, stages, chunk_bytes, grid))
+
+    def tma_copy(self, src_map: int, dst_map: int, rows: int, cols: int, stages: int,
+                 box: tuple[int, int], grid: int) -> None:
+        self._check("twin_tma_copy", self.lib.twin_tma_copy(src_map, dst_map, rows, cols, stages,
+                                                            box[0], box[1], grid))
+
+
+def _copy_check(src, dst) -> Callable[[Callable[[], None]], Callable[[], str]]:
+    """check(launch): poison dst, launch, compare every word with src."""
+    from numba import cuda
+
+    from . import devutil as du
+
+    n = src.size
+
+    def make(launch):
+        def check():
+            du.poison(dst)
+            launch()
+            cuda.synchronize()
+            bad = du.mismatches(src, dst)
+            if bad:
+                raise AssertionError(f"{bad} of {n} words differ from the source")
+            return f"all {n} words equal the source"
+        return check
+    return make
+
+
+def _torch_row(r: "Recorder", key: str, src, dst, nbytes: float, check) -> None:
+    label = "torch device-to-device copy (this suite's buffers; information)"
+    try:
+        from .suites import _torch
+
+        torch = _torch()
+        tsrc = torch.as_tensor(src.view(np.int32), device="cuda")
+        tdst = torch.as_tensor(dst.view(np.int32), device="cuda")
+        run = lambda: tdst.copy_(tsrc)  # noqa: E731
+        r.measure(key, label, "torch", "TB/s", nbytes, run, check(run), config={"bytes": nbytes / 2})
+    except Exception as e:
+        r.fail(key, label, "torch", "TB/s", f"error: {type(e).__name__}: {e}")
+
+
+def _sweep(r: "Recorder", sweep: list, nbytes: float, check) -> tuple | None:
+    """Measure each (key, label, config, launch) briefly; the fastest ok one."""
+    best = None
+    for key, label, config, make_launch in sweep:
+        try:
+            launch = make_launch()
+            m = r.measure(key, label, "numba", "TB/s", nbytes, launch, check(launch),
+                          reps=3 if r.quick else 7, config=config)
+            if m.status == "ok" and (best is None or m.ms < best[0].ms):
+                best = (m, launch)
+        except Exception as e:
+            r.fail(key, label, "numba", "TB/s", f"error: {type(e).__name__}: {e}")
+    return best
+
+
+def _fail_all(r: "Recorder", suite: str, labels: dict, error: str) -> None:
+    for key in SUITE_KEYS[suite]:
+        impl = "cuda-c++" if key.startswith("twin_") else "numba"
+        r.fail(key, labels[key], impl, "TB/s", error)
+
+
+# --- bulk copy ------------------------------------------------------------------
+
+BULK_LABELS = {"numba_bulk_copy": "bulk copy (cp.async.bulk on mbarriers)",
+               "twin_bulk_copy": "bulk copy, CUDA C++"}
+
+
+def _bulk_smoke() -> str:
+    """Checked mode, small input, two configurations: traps instead of hanging."""
+    from numba import cuda
+
+    import numba_asynccopy as ac
+
+    from ..examples import bulk_copy as bc
+
+    rng = np.random.default_rng()
+    a = rng.integers(0, 2**32, SMOKE_BULK_WORDS, dtype=np.uint32)
+    d_a = cuda.to_device(a)
+    for stages, chunk in ((4, 8192), (2, 4096)):
+        with ac.checked_mode(True):
+            kern = cuda.jit(bc.SIGNATURE)(bc.make_bulk_copy(stages, chunk))
+        out = cuda.to_device(np.full_like(a, 0xFFC00000))
+        kern[5, bc.BLOCK](d_a, out)
+        got = out.copy_to_host()
+        if not np.array_equal(got, a):
+            raise AssertionError(f"checked-mode smoke test ({stages}, {chunk}): "
+                                 f"{int((got != a).sum())} words differ")
+    return "ok"
+
+
+def suite_bulk(r: "Recorder") -> None:
+    from numba import cuda
+
+    from ..examples import bulk_copy as bc
+    from . import devutil as du
+    from .twins import ptr
+
+    try:
+        _bulk_smoke()
+    except Exception as e:
+        _fail_all(r, "bulk", BULK_LABELS, f"error: checked-mode smoke test: {type(e).__name__}: {e}")
+        return
+    n = SIZES["quick" if r.quick else "full"]["bulk_words"]
+    nbytes = 2 * n * 4  # read + written
+    src = cuda.device_array(n, np.uint32)
+    dst = cuda.device_array(n, np.uint32)
+    du.fill_random(src)
+    sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+    check = _copy_check(src, dst)
+    _torch_row(r, "torch_copy_bulk", src, dst, nbytes, check)
+
+    def entry(stages, chunk):
+        key = f"bulk_copy_sweep_s{stages}_c{chunk}"
+        grid = bc.grid_for(stages, chunk, sms)
+
+        def make_launch():
+            kern = cuda.jit(bc.SIGNATURE)(bc.make_bulk_copy(stages, chunk))
+            r.dump_code(key, kern)
+            return lambda: kern[grid, bc.BLOCK](src, dst)
+        config = {"stages": stages, "chunk_bytes": chunk, "block": bc.BLOCK, "grid": grid,
+                  "blocks_per_sm": bc.blocks_per_sm(stages, chunk)}
+        return key, f"bulk copy sweep (stages {stages}, chunk {chunk} B)", config, make_launch
+
+    best = _sweep(r, [entry(*cfg) for cfg in bc.SWEEP], nbytes, check)
+    if best is None:
+        _fail_all(r, "bulk", BULK_LABELS, "error: no configuration of the sweep ran (see the sweep rows)")
+        return
+    m0, launch = best
+    config = dict(m0.config)
+    r.measure("numba_bulk_copy", BULK_LABELS["numba_bulk_copy"], "numba", "TB/s", nbytes, launch,
+              check(launch), config=config)
+    try:
+        tw = _Twin(r.twins())
+        twin = lambda: tw.bulk_copy(ptr(src), ptr(dst), n, config["stages"],  # noqa: E731
+                                    config["chunk_bytes"], config["grid"])
+        r.measure("twin_bulk_copy", BULK_LABELS["twin_bulk_copy"], "cuda-c++", "TB/s", nbytes, twin,
+                  check(twin), config=config)
+    except Exception as e:
+        r.fail("twin_bulk_copy", BULK_LABELS["twin_bulk_copy"], "cuda-c++", "TB/s",
+               f"error: {type(e).__name__}: {e}")
+
+
+# --- TMA tile copy ----------------------------------------------------------------
+
+TMA_LABELS = {"numba_tma_copy": "TMA tile copy (2-D tensor maps, multi-stage)",
+              "twin_tma_copy": "TMA tile copy, CUDA C++"}
+
+
+def _tma_smoke() -> str:
+    from numba import cuda
+
+    import numba_asynccopy as ac
+
+    from ..examples import tma_copy as tc
+
+    rng = np.random.default_rng()
+    rows, cols = SMOKE_TMA_SHAPE
+    a = rng.integers(0, 2**32, (rows, cols), dtype=np.uint32)
+    d_a = cuda.to_device(a)
+    for stages, box in ((4, (32, 64)), (2, (16, 128))):
+        with ac.checked_mode(True):
+            kern = cuda.jit(tc.SIGNATURE)(tc.make_tma_copy(stages, box))
+        out = cuda.to_device(np.full_like(a, 0xFFC00000))
+        smap, dmap = tc.make_maps(d_a, out, box)
+        kern[5, tc.BLOCK](smap, dmap, rows, cols)
+        got = out.copy_to_host()
+        if not np.array_equal(got, a):
+            raise AssertionError(f"checked-mode smoke test ({stages}, {box}): "
+                                 f"{int((got != a).sum())} words differ")
+    return "ok"
+
+
+def suite_tma(r: "Recorder") -> None:
+    from numba import cuda
+
+    from ..examples import tma_copy as tc
+    from . import devutil as du
+    from .twins import ptr
+
+    try:
+        _tma_smoke()
+    except Exception as e:
+        _fail_all(r, "tma", TMA_LABELS, f"error: checked-mode smoke test: {type(e).__name__}: {e}")
+        return
+    rows, cols = SIZES["quick" if r.quick else "full"]["tma_shape"]
+    nbytes = 2 * rows * cols * 4
+    src = cuda.device_array((rows, cols), np.uint32)
+    dst = cuda.device_array((rows, cols), np.uint32)
+    du.fill_random(src)
+    sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+    r.info["tma_shape"] = [rows, cols]
+    check = _copy_check(src, dst)
+    _torch_row(r, "torch_copy_tma", src, dst, nbytes, check)
+    maps = {}
+
+    def entry(stages, box):
+        key = f"tma_copy_sweep_s{stages}_b{box[0]}x{box[1]}"
+        grid = tc.grid_for(stages, box, sms)
+
+        def make_launch():
+            kern = cuda.jit(tc.SIGNATURE)(tc.make_tma_copy(stages, box))
+            r.dump_code(key, kern)
+            if box not in maps:
+                maps[box] = tc.make_maps(src, dst, box)
+            # the maps' device buffers: no per-launch interface conversion
+            sm, dm = (m.device for m in maps[box])
+            return lambda: kern[grid, tc.BLOCK](sm, dm, rows, cols)
+        config = {"stages": stages, "box": list(box), "block": tc.BLOCK, "grid": grid,
+                  "blocks_per_sm": tc.blocks_per_sm(stages, box), "shape": [rows, cols]}
+        return key, f"TMA copy sweep (stages {stages}, box {box[0]}x{box[1]})", config, make_launch
+
+    best = _sweep(r, [entry(*cfg) for cfg in tc.SWEEP], nbytes, check)
+    if best is None:
+        _fail_all(r, "tma", TMA_LABELS, "error: no configuration of the sweep ran (see the sweep rows)")
+        return
+    m0, launch = best
+    config = dict(m0.config)
+    r.measure("numba_tma_copy", TMA_LABELS["numba_tma_copy"], "numba", "TB/s", nbytes, launch,
+              check(launch), config=config)
+    try:
+        tw = _Twin(r.twins())
+        box = tuple(config["box"])
+        sm, dm = (ptr(m) for m in maps[box])
+        twin = lambda: tw.tma_copy(sm, dm, rows, cols, config["stages"], box,  # noqa: E731
+                                   config["grid"])
+        r.measure("twin_tma_copy", TMA_LABELS["twin_tma_copy"], "cuda-c++", "TB/s", nbytes, twin,
+                  check(twin), config=config)
+    except Exception as e:
+        r.fail("twin_tma_copy", TMA_LABELS["twin_tma_copy"], "cuda-c++", "TB/s",
+               f"error: {type(e).__name__}: {e}")
+
+
+SUITES = {"bulk": suite_bulk, "tma": suite_tma}

@@ -1,0 +1,150 @@
+"""The bulk-copy and TMA-tile-copy examples compile without a GPU: the PTX
+holds the ring's instructions in the counts the algorithm needs, ptxas
+assembles it for sm_90a without local memory, the machine code holds the
+copy-engine instructions (UBLKCP / UTMALDG / UTMASTG), the factories reject
+bad parameters, and the CUDA C++ twins compile with every configuration the
+benchmark sweeps."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from functools import lru_cache
+
+import pytest
+from numba import cuda
+
+from numba_asynccopy import toolchain
+from numba_asynccopy.examples import bulk_copy as bc
+from numba_asynccopy.examples import tma_copy as tc
+
+from .helpers import instructions
+
+CC = (9, 0, "a")
+
+
+@lru_cache(maxsize=None)
+def ptx(kind, stages, shape):
+    if kind == "bulk":
+        return cuda.compile_ptx(bc.make_bulk_copy(stages, shape), bc.SIGNATURE, cc=CC)[0]
+    return cuda.compile_ptx(tc.make_tma_copy(stages, shape), tc.SIGNATURE, cc=CC)[0]
+
+
+def sass_of(text):
+    """ptxas -v: no stack frame or spills; then the SASS opcodes."""
+    try:
+        cubin, log = toolchain.assemble(text, verbose=True)
+        ops = toolchain.sass_opcodes(toolchain.disassemble(cubin))
+    except toolchain.ToolMissing as e:
+        pytest.skip(str(e))
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in log, log
+    return ops
+
+
+def common_ring_checks(text, stages, loads, store):
+    """The ring: stages barriers, stages + 1 loads (prologue unrolled, refill),
+    one store, the read wait before a refill, the full wait before exit."""
+    assert len(instructions(text, r"mbarrier\.init\.shared\.b64")) == stages
+    assert len(instructions(text, loads)) == stages + 1
+    assert len(instructions(text, store)) == 1
+    assert len(instructions(text, r"mbarrier\.arrive\.expect_tx")) == stages + 1
+    assert len(instructions(text, r"mbarrier\.try_wait\.parity")) == 1
+    assert instructions(text, r"cp\.async\.bulk\.wait_group") == [
+        "cp.async.bulk.wait_group.read 1", "cp.async.bulk.wait_group 0"]
+    assert len(instructions(text, r"cp\.async\.bulk\.commit_group")) == 1
+    assert instructions(text, r"fence\.proxy\.async") == ["fence.proxy.async.shared::cta"]
+    assert not instructions(text, r"bar\.sync")  # one thread runs the ring
+    assert "ld.local" not in text and "st.local" not in text
+
+
+@pytest.mark.parametrize("cfg", bc.SWEEP, ids=lambda c: "s{}_c{}".format(*c))
+def test_bulk_copy_ptx_and_sass(cfg):
+    stages, chunk = cfg
+    text = ptx("bulk", stages, chunk)
+    loads = r"cp\.async\.bulk\.shared::(cta|cluster)\.global\.mbarrier::complete_tx::bytes"
+    common_ring_checks(text, stages, loads, r"cp\.async\.bulk\.global\.shared::cta\.bulk_group")
+    # every copy moves one whole chunk: the size operand is the constant chunk
+    for inst in instructions(text, r"cp\.async\.bulk\.(shared|global)"):
+        size = inst.split(", ")[2]
+        assert size == str(chunk) or re.search(rf"mov\.u32\s+{re.escape(size)},\s*{chunk};", text), \
+            (inst, chunk)
+    ops = sass_of(text)
+    assert "UBLKCP.S.G" in ops and ops.count("UBLKCP.G.S") == 1, ops
+    assert "SYNCS.PHASECHK.TRANS64.TRYWAIT" in ops
+
+
+@pytest.mark.parametrize("cfg", tc.SWEEP, ids=lambda c: "s{}_b{}x{}".format(c[0], *c[1]))
+def test_tma_copy_ptx_and_sass(cfg):
+    stages, box = cfg
+    text = ptx("tma", stages, box)
+    common_ring_checks(text, stages, r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile",
+                       r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.tile\.bulk_group")
+    # one tensormap fence per map (the copies pass fence=False), one prefetch each
+    fences = instructions(text, r"fence\.proxy\.tensormap")
+    assert len(fences) == 2 and all("acquire.sys" in f for f in fences), fences
+    assert len(instructions(text, r"prefetch\.tensormap")) == 2
+    ops = sass_of(text)
+    assert "UTMALDG.2D" in ops and ops.count("UTMASTG.2D") == 1, ops
+    assert ops.count("UTMACCTL.PF") == 2
+
+
+def test_factories_reject_bad_parameters():
+    with pytest.raises(ValueError, match="stages must be >= 2"):
+        bc.make_bulk_copy(1, 4096)
+    with pytest.raises(ValueError, match="multiple of 16"):
+        bc.make_bulk_copy(4, 1000)
+    with pytest.raises(ValueError, match="static shared memory is limited"):
+        bc.make_bulk_copy(3, 16384)  # 48 KB of ring plus the barriers
+    with pytest.raises(ValueError, match="stages must be >= 2"):
+        tc.make_tma_copy(1, (32, 64))
+    with pytest.raises(ValueError, match="1..256"):
+        tc.make_tma_copy(2, (300, 4))
+    with pytest.raises(ValueError, match="multiple of 16 bytes"):
+        tc.make_tma_copy(2, (32, 6))
+    with pytest.raises(ValueError, match="static shared memory is limited"):
+        tc.make_tma_copy(3, (32, 128))
+    with pytest.raises(ValueError, match="multiple of 128 bytes"):
+        tc.make_tma_copy(2, (4, 4))  # 64-byte tiles: the second one would be misaligned
+    assert bc.smem_bytes(4, 8192) == 4 * 8192 + 32
+    assert bc.grid_for(4, 8192, sms=132) == 132 * 6
+    assert tc.grid_for(5, (32, 64), sms=132) == 132 * 5
+    for stages, chunk in bc.SWEEP:
+        bc.check_config(stages, chunk)
+    for stages, box in tc.SWEEP:
+        tc.check_config(stages, box)
+
+
+def test_bench_registers_the_async_suites():
+    from numba_asynccopy.bench import report, suites
+
+    assert suites.SUITES["bulk"].__name__ == "suite_bulk"
+    assert suites.SUITES["tma"].__name__ == "suite_tma"
+    assert suites.suite_keys("bulk", quick=True) == ["numba_bulk_copy", "twin_bulk_copy"]
+    assert suites.suite_keys("tma", quick=False) == ["numba_tma_copy", "twin_tma_copy"]
+    measured = {"numba_bulk_copy", "twin_bulk_copy", "numba_tma_copy", "twin_tma_copy"}
+    assert not measured & set(report.PENDING)
+    compared = {(c.subject, c.peer) for c in report.comparisons(quick=False)}
+    for kind in ("bulk", "tma"):
+        assert (f"numba_{kind}_copy", "torch_copy") in compared
+        assert (f"numba_{kind}_copy", f"twin_{kind}_copy") in compared
+
+
+def test_twins_bulk_source_compiles():
+    from numba_asynccopy.bench.twins import SOURCE, find_nvcc
+
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found")
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run([nvcc, "-O3", "-std=c++17", "-cubin", "-Xptxas", "-v",
+                               "-gencode=arch=compute_90a,code=sm_90a", "-o", f"{tmp}/t.cubin",
+                               str(SOURCE.with_name("twins_bulk.cu"))],
+                              capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    # every configuration the benchmark sweeps is instantiated
+    for stages, chunk in bc.SWEEP:
+        assert f"bulk_copy_kILi{stages}ELi{chunk}E" in proc.stderr
+    for stages, (r, c) in tc.SWEEP:
+        assert f"tma_copy_kILi{stages}ELi{r}ELi{c}E" in proc.stderr
+    assert "bytes stack frame, 0 bytes spill" in proc.stderr
