@@ -72,12 +72,12 @@ def test_needs_sm90(body, message):
      "'dec', 'and', 'or', 'xor'"),
     ("ac.cp_reduce_async_bulk_s2g(A[0], sh[0], 'max')",
      "cp_reduce_async_bulk_s2g: op='max' is not supported for float32 elements (PTX `.max.f32`); "
-     "PTX allows max on: f16, bf16, u32, s32, u64, s64"),
+     "max is supported on: f16, bf16, u32, s32, u64, s64"),
     ("ac.cp_reduce_async_bulk_s2g(A[0], sh[0], 'and')",
      "cp_reduce_async_bulk_s2g: op='and' is not supported for float32 elements (PTX `.and.f32`)"),
     ("ac.cp_reduce_async_bulk_s2g(L, shi, 'inc')",
      "cp_reduce_async_bulk_s2g: op='inc' is not supported for int64 elements (PTX `.inc.s64`); "
-     "PTX allows inc on: u32"),
+     "inc is supported on: u32"),
     ("ac.cp_reduce_async_bulk_s2g(A[0], sh16, 'add')",
      "cp_reduce_async_bulk_s2g: `dst` (float32) and `src` (float16) must have the same dtype"),
     ("ac.cp_reduce_async_bulk_s2g(A[0], sh[0], 'add', bf16=True)",
@@ -111,7 +111,11 @@ def test_needs_sm90(body, message):
      "cp_reduce_async_bulk_tensor: bf16=True reads the views as raw bfloat16 bits"),
     ("ac.cp_reduce_async_bulk_tensor(tm, (n,), shi, 'add')",
      "cp_reduce_async_bulk_tensor: op='add' is not supported for int64 elements (PTX `.add.s64`); "
-     "PTX allows add on: f16, bf16, u32, s32, u64, f32"),
+     "add is supported on: f16, bf16, u32, s32, f32"),
+    # measured on the H200: `.or.b64` tensor reductions fail with an illegal instruction
+    ("ac.cp_reduce_async_bulk_tensor(tm, (n,), shi, 'or')",
+     "cp_reduce_async_bulk_tensor: op='or' is not supported for int64 elements (PTX `.or.b64`); "
+     "or is supported on: b32"),
     ("ac.cp_reduce_async_bulk_tensor(tm, (n, n), sh, 'min')",
      "cp_reduce_async_bulk_tensor: op='min' is not supported for float32 elements"),
     ("ac.prefetch_tensormap(A)", "prefetch_tensormap: `tensor_map` must be an ac.TensorMap"),

@@ -252,8 +252,8 @@ def reduce_tile_kernel(op, dtype):
 
 @pytest.mark.parametrize("op,dtype", [
     ("add", np.float32), ("add", np.int32), ("add", np.uint32), ("min", np.int32), ("max", np.uint32),
-    ("inc", np.uint32), ("dec", np.uint32), ("and", np.int32), ("or", np.int64), ("xor", np.uint64),
-    ("max", np.int64),
+    ("inc", np.uint32), ("dec", np.uint32), ("and", np.int32), ("or", np.uint32), ("xor", np.int32),
+    ("max", np.int32),
 ])
 def test_tensor_reduction(op, dtype):
     if np.dtype(dtype).kind == "f":
