@@ -26,6 +26,16 @@ def asm(builder, text: str, constraints: str, args=(), ret=VOID, clobber_memory:
     return builder.call(ir.InlineAsm(fnty, text, constraints, side_effect=True), args)
 
 
+def statement(text: str):
+    """Codegen of an intrinsic that is one operand-less PTX statement."""
+
+    def codegen(context, builder, sig, args):
+        asm(builder, text, "")
+        return context.get_dummy_value()
+
+    return codegen
+
+
 def shared_addr32(builder, ptr):
     """32-bit shared-window address of a generic pointer into shared memory.
 

@@ -36,7 +36,18 @@ from numba.cuda import cgutils
 from . import checked as _checked
 from ._compat import TypingError, intrinsic
 from ._forms import form
-from ._lowering import I16, I32, I64, as_i64, asm, generic_addr64, is_space, shared_addr32, trap_if
+from ._lowering import (
+    I16,
+    I32,
+    I64,
+    as_i64,
+    asm,
+    generic_addr64,
+    is_space,
+    shared_addr32,
+    trap_if,
+    statement,
+)
 from ._regions import (
     View,
     barrier_addr32,
@@ -624,11 +635,7 @@ def bulk_commit_group(typingctx):
     f = form("cp.async.bulk.commit_group")
     f.require_sm()
 
-    def codegen(context, builder, sig, args):
-        asm(builder, f.opcode + ";", "")
-        return context.get_dummy_value()
-
-    return types.void(), codegen
+    return types.void(), statement(f.opcode + ";")
 
 
 @intrinsic
@@ -654,8 +661,4 @@ def bulk_wait_group(typingctx, n, read=False):
     rd = bool_constant(read, api, "read")
     text = f"{f.opcode.format(read='.read' if rd else '')} {count};"
 
-    def codegen(context, builder, sig, args):
-        asm(builder, text, "")
-        return context.get_dummy_value()
-
-    return types.void(n, read), codegen
+    return types.void(n, read), statement(text)

@@ -20,7 +20,19 @@ from numba.cuda import cgutils
 from . import checked as _checked
 from ._compat import TypingError, intrinsic
 from ._forms import form
-from ._lowering import I8, I16, I32, I64, as_i32, asm, generic_addr64, is_space, shared_addr32, trap_if
+from ._lowering import (
+    I8,
+    I16,
+    I32,
+    I64,
+    as_i32,
+    asm,
+    generic_addr64,
+    is_space,
+    shared_addr32,
+    trap_if,
+    statement,
+)
 from ._regions import barrier_generic, check_barrier, check_runtime_scalar, literal_value
 
 # --- lowering helpers -----------------------------------------------------------
@@ -227,11 +239,7 @@ def cluster_arrive(typingctx, sem="release", *, aligned=False):
     s = literal_value(sem, api, "sem", kind=str, allowed=("release", "relaxed"))
     text = ptx_cluster_arrive(s, _aligned(aligned, api))
 
-    def codegen(context, builder, sig, args):
-        asm(builder, text, "")
-        return context.get_dummy_value()
-
-    return types.void(sem, aligned), codegen
+    return types.void(sem, aligned), statement(text)
 
 
 @intrinsic
@@ -249,11 +257,7 @@ def cluster_wait(typingctx, *, aligned=False):
     form("barrier.cluster.wait").require_sm()
     text = ptx_cluster_wait(_aligned(aligned, api))
 
-    def codegen(context, builder, sig, args):
-        asm(builder, text, "")
-        return context.get_dummy_value()
-
-    return types.void(aligned), codegen
+    return types.void(aligned), statement(text)
 
 
 @intrinsic
@@ -277,11 +281,7 @@ def cluster_sync(typingctx, *, aligned=False):
     a = _aligned(aligned, api)
     text = ptx_cluster_arrive("release", a) + " " + ptx_cluster_wait(a)
 
-    def codegen(context, builder, sig, args):
-        asm(builder, text, "")
-        return context.get_dummy_value()
-
-    return types.void(aligned), codegen
+    return types.void(aligned), statement(text)
 
 
 # --- distributed shared memory --------------------------------------------------------

@@ -15,7 +15,19 @@ from numba.core import types
 from . import checked as _checked
 from ._compat import TypingError, intrinsic
 from ._forms import form
-from ._lowering import I32, I64, as_i32, as_i64, asm, value_as, block_threads, is_space, linear_tid, trap_if
+from ._lowering import (
+    I32,
+    I64,
+    as_i32,
+    as_i64,
+    asm,
+    value_as,
+    block_threads,
+    is_space,
+    linear_tid,
+    trap_if,
+    statement,
+)
 from ._regions import (
     View,
     check_chunk_views,
@@ -253,11 +265,7 @@ def commit_group(typingctx):
     f = form("cp.async.commit_group")
     f.require_sm()
 
-    def codegen(context, builder, sig, args):
-        asm(builder, f.opcode + ";", "")
-        return context.get_dummy_value()
-
-    return types.void(), codegen
+    return types.void(), statement(f.opcode + ";")
 
 
 @intrinsic
@@ -277,11 +285,7 @@ def wait_group(typingctx, n):
     if count < 0:
         raise TypingError(f"wait_group: `n` must be >= 0, got {count}")
 
-    def codegen(context, builder, sig, args):
-        asm(builder, f"{f.opcode} {count};", "")
-        return context.get_dummy_value()
-
-    return types.void(n), codegen
+    return types.void(n), statement(f"{f.opcode} {count};")
 
 
 @intrinsic
@@ -299,11 +303,7 @@ def wait_all(typingctx):
     f = form("cp.async.wait_all")
     f.require_sm()
 
-    def codegen(context, builder, sig, args):
-        asm(builder, f.opcode + ";", "")
-        return context.get_dummy_value()
-
-    return types.void(), codegen
+    return types.void(), statement(f.opcode + ";")
 
 
 POLICY_PRIMARY = ("evict_last", "evict_normal", "evict_first", "evict_unchanged")

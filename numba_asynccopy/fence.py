@@ -7,7 +7,7 @@ from numba.core import types
 
 from ._compat import intrinsic
 from ._forms import form
-from ._lowering import I32, as_i32, asm
+from ._lowering import I32, as_i32, asm, statement
 from ._regions import check_runtime_scalar, literal_value
 
 PROXY_SPACES = ("global", "shared::cta", "shared::cluster")
@@ -32,11 +32,7 @@ def fence_proxy_async(typingctx, space=None):
                        required=False)
     text = f.opcode.format(space=f".{sp}" if sp else "") + ";"
 
-    def codegen(context, builder, sig, args):
-        asm(builder, text, "")
-        return context.get_dummy_value()
-
-    return types.void(space), codegen
+    return types.void(space), statement(text)
 
 
 @intrinsic
@@ -55,11 +51,7 @@ def fence_mbarrier_init(typingctx):
     f = form("fence.mbarrier_init")
     f.require_sm()
 
-    def codegen(context, builder, sig, args):
-        asm(builder, f.opcode + ";", "")
-        return context.get_dummy_value()
-
-    return types.void(), codegen
+    return types.void(), statement(f.opcode + ";")
 
 
 @intrinsic
@@ -75,11 +67,7 @@ def fence_acq_rel_cluster(typingctx):
     f = form("fence.acq_rel.cluster")
     f.require_sm()
 
-    def codegen(context, builder, sig, args):
-        asm(builder, f.opcode + ";", "")
-        return context.get_dummy_value()
-
-    return types.void(), codegen
+    return types.void(), statement(f.opcode + ";")
 
 
 @intrinsic
