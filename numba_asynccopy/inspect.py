@@ -283,7 +283,11 @@ def parse_ptxas(log: str) -> Resources | None:
 
 @dataclass
 class InspectReport:
-    """What ``ac.inspect`` found; ``print`` it, or let Jupyter render it."""
+    """What ``ac.inspect`` found; ``print`` it, or let Jupyter render it.
+
+    In Jupyter/IPython a report shown as a cell's value renders as an HTML
+    table, and its plain-text form is the same text ``print`` gives.
+    """
 
     name: str
     argtypes: tuple
@@ -407,6 +411,12 @@ class InspectReport:
         return (f"<InspectReport {self.name} {self.target}: "
                 f"{sum(i.count for i in self.instructions)} async instructions, "
                 f"needs sm_{self.min_sm}>")
+
+    def _repr_pretty_(self, p, cycle: bool) -> None:
+        # IPython's text/plain (terminal IPython, text-only notebook views,
+        # saved outputs) shows the full report, as print() does; plain
+        # Python's repr() (logs, debuggers) keeps the one-line summary.
+        p.text(repr(self) if cycle else str(self))
 
     def _repr_html_(self) -> str:
         e = html.escape

@@ -117,6 +117,18 @@ def test_mbarrier_pipeline_needs_sm90_and_names_each_form():
     assert "phase ^ 1" in html  # source text, escaped into <pre>
 
 
+def test_ipython_plain_text_is_the_full_report():
+    """A report that is a notebook cell's value: its text/plain is what print shows."""
+    pytest.importorskip("IPython")
+    from IPython.core.formatters import PlainTextFormatter
+
+    r = ac.inspect(pipeline, types.float32[:, :, ::1], F32)
+    plain = PlainTextFormatter()(r)
+    assert plain == str(r)
+    assert plain.startswith("ac.inspect: pipeline(") and "compiled for sm_90" in plain
+    assert repr(r).startswith("<InspectReport pipeline sm_90: 9 async instructions")  # plain Python
+
+
 @pytest.mark.parametrize("opcode,key", [
     ("mbarrier.arrive.shared::cta.b64", "mbarrier.arrive.count"),
     ("mbarrier.arrive.relaxed.cluster.shared::cta.b64", "mbarrier.arrive.sem"),
