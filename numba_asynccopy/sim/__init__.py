@@ -19,6 +19,16 @@ Schedules (:func:`set_schedule`, or ``NUMBA_ASYNCCOPY_SIM_SCHEDULE``):
   infinitely fast; a kernel that passes eagerly but fails in the worst
   schedule depends on timing.
 
+Bulk and tensor (TMA) copies follow the same rules: a load lands when a
+wait sees its barrier phase complete (its bytes are exact transaction
+bytes); a store or reduction reads its shared source at
+``bulk_wait_group(n, read=True)`` (a source overwritten before that raises
+:class:`SimulatorError`) and writes global memory at ``bulk_wait_group(n)``
+or the end of the block (a store's destination holds poison until then).
+``TensorMap`` is a driver-free map over a simulator device array, built
+from the same validated spec.  Clusters (and so ``multicast_mask``) are
+not simulated: see :data:`UNSUPPORTED_FAMILIES`.
+
 Barriers keep exact phase, arrival and transaction-byte counts.  A wait
 that can never be satisfied (every thread of the block blocked) raises
 :class:`DeadlockError` naming the barrier, its phase, the expected and
@@ -57,20 +67,28 @@ ENABLED: bool = bool(_config.ENABLE_CUDASIM)
 UNSUPPORTED_FAMILIES = {
     "cluster": "numba-cuda's simulator runs the blocks of a grid one after another, so the "
                "blocks of a cluster never run together (cluster rank, barrier.cluster, "
-               "DSMEM and multicast are not simulated yet)",
+               "DSMEM, the cluster bulk copy and multicast_mask are not simulated)",
 }
 
 
 def _family_modules():
-    from . import cp_async, fence, mbarrier
+    from . import bulk, cp_async, fence, mbarrier, tensor
 
-    return (cp_async, fence, mbarrier)
+    return (cp_async, fence, mbarrier, bulk, tensor)
+
+
+def _host_classes() -> dict:
+    """Host-side classes replaced in the simulator (no CUDA driver there)."""
+    from .tensor import TensorMap
+
+    return {"TensorMap": TensorMap}
 
 
 def supported() -> list[str]:
     """Names of the public intrinsics that run in the simulator."""
     return sorted(n for m in _family_modules() for n in vars(m)
                   if not n.startswith("_") and callable(vars(m)[n])
+                  and not isinstance(vars(m)[n], type)
                   and getattr(vars(m)[n], "__module__", None) == m.__name__)
 
 
@@ -90,7 +108,8 @@ def _unsupported(name: str, family: str | None):
 def implementations(namespace: dict) -> dict:
     """Simulator replacements for the public intrinsics in ``namespace``
     (the package's globals): a Python version where one exists, otherwise a
-    function that raises :class:`SimulatorError` saying why."""
+    function that raises :class:`SimulatorError` saying why; and the
+    driver-free :class:`~numba_asynccopy.sim.tensor.TensorMap`."""
     from numba.cuda.extending import _Intrinsic
 
     from ._runtime import install
@@ -108,6 +127,9 @@ def implementations(namespace: dict) -> dict:
             family = "cluster" if "cluster" in module or "cluster" in name else None
             impl = _unsupported(name, family)
         out[name] = impl
+    for name, cls in _host_classes().items():
+        if name in namespace.get("__all__", ()):
+            out[name] = cls
     return out
 
 

@@ -108,6 +108,9 @@ def eager() -> bool:
 
 def unwrap(x):
     """The numpy array behind a simulator device array, or ``x`` itself."""
+    buf = getattr(x, "__dict__", {}).get("_ac_sim_buffer")  # sim TensorMap -> its buffer
+    if buf is not None:
+        return buf
     item = getattr(x, "__dict__", {}).get("_item")  # FakeWithinKernelCUDAArray
     if item is not None:
         x = item
@@ -373,6 +376,9 @@ class ThreadState:
         self.uncommitted: list[AsyncOp] = []
         self.groups: list[list[AsyncOp]] = []
         self.spin = None  # last failed test/try_wait: (barrier key, progress)
+        # bulk stores/reductions (sim/bulk.py): committed groups, oldest first
+        self.bulk_uncommitted: list = []
+        self.bulk_groups: list[list] = []
 
     def pending_copies(self) -> list:
         out = [op for g in self.groups for op in g if not op.landed]
@@ -418,7 +424,17 @@ class BlockState:
         """The block finished: transaction bytes must balance on every barrier
         (a phase whose tx-count is not zero was announced more or fewer bytes
         than were completed; on the GPU its data is missing or a later phase
-        completes early)."""
+        completes early).  Bulk stores still in flight complete first (the
+        end of the kernel completes them on the GPU too)."""
+        with self.cond:
+            for t in self.mgr.__dict__.get("_ac_threads", []):
+                th = t.__dict__.get("_ac_thread")
+                if th is None:
+                    continue
+                ops = [op for g in th.bulk_groups for op in g] + th.bulk_uncommitted
+                th.bulk_groups, th.bulk_uncommitted = [], []
+                for op in ops:
+                    op.land()
         for b in self.barriers.values():
             pend, tx = b.outstanding()
             if tx != 0:

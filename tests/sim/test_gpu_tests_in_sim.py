@@ -1,8 +1,10 @@
 """The GPU layer's functional tests, run unchanged in the simulator.
 
 The functions are the ones in ``tests/gpu`` (same kernels, same fresh random
-inputs, outputs poisoned before launch); only the trap tests stay on the GPU
-(their simulator counterparts are in ``test_sim_rules.py``).  They run under
+inputs, outputs poisoned before launch): cp.async, mbarriers, 1-D bulk copies
+and TMA; only the cluster (multicast) and trap tests stay on the GPU
+(their simulator counterparts are in ``test_sim_rules.py`` and
+``test_sim_bulk.py``).  They run under
 the worst-case schedule, so a missing wait would read poison.
 """
 
@@ -23,3 +25,22 @@ test_arrive_drop_changes_later_phases_and_counts_above_one = (
     _mb.test_arrive_drop_changes_later_phases_and_counts_above_one)
 test_elect_sync_elects_one_lane_per_warp = _mb.test_elect_sync_elects_one_lane_per_warp
 test_fences_run = _mb.test_fences_run
+
+# bulk copies and TMA: everything but clusters (multicast) and the trap tests
+# (their simulator counterparts are in test_sim_bulk.py)
+from ..gpu import test_bulk_gpu as _bulk  # noqa: E402
+from ..gpu import test_tma_gpu as _tma  # noqa: E402
+
+test_bulk_round_trip_sizes = _bulk.test_round_trip_sizes
+test_bulk_strided_rows_load_and_store = _bulk.test_strided_rows_load_and_store
+test_bulk_stores_reuse_shared_memory_after_read_wait = _bulk.test_stores_reuse_shared_memory_after_read_wait
+test_bulk_every_reduction_against_numpy = _bulk.test_every_reduction_against_numpy
+test_bulk_prefetch_and_cache_hints_leave_data_exact = _bulk.test_prefetch_and_cache_hints_leave_data_exact
+
+test_tma_2d_tile_load_and_store = _tma.test_2d_tile_load_and_store
+test_tma_3d_tile_load_and_store_with_oob = _tma.test_3d_tile_load_and_store_with_oob
+test_tma_swizzle_modes_match_the_documented_pattern = _tma.test_swizzle_modes_match_the_documented_pattern
+test_tma_swizzle_changes_the_layout = _tma.test_swizzle_changes_the_layout
+test_tma_map_of_a_strided_view_keeps_the_tensor_alive = (
+    _tma.test_tensor_map_of_a_strided_view_keeps_the_tensor_alive)
+test_tma_tensor_reduction = _tma.test_tensor_reduction

@@ -1,0 +1,332 @@
+"""Tensor (TMA) copies in the simulator, and a driver-free ``TensorMap``.
+
+:class:`TensorMap` validates its arguments with the same pure-Python
+:func:`~numba_asynccopy.host.tensor_map.describe` (same ``ValueError``
+texts) and builds the same 32-word buffer with the same metadata words
+(16..31); words 0..15, the driver's opaque map on the GPU, hold a simulator
+marker instead.  Kernels receive the buffer, so checked mode's map rules
+(rank, element size, box bytes, alignment, data type, magic word) apply
+unchanged, then the copies read and write the described tensor directly.
+
+Loads zero-fill (or NaN-fill, ``oob_fill="nan"``) the elements of the box
+outside the tensor, lay the box out in shared memory under the map's
+swizzle (16-byte unit at byte offset ``o`` stored at ``o ^ (((o >> 7) &
+(swizzle // 16 - 1)) << 4)``) and complete ``box_bytes`` transaction bytes
+on the barrier, landing under the schedule like
+:func:`~numba_asynccopy.cp_async_bulk_g2s`.  Stores and reductions write
+only the in-bounds part of the box and complete in bulk groups like
+:func:`~numba_asynccopy.cp_async_bulk_s2g`.  Interleaved maps and multicast
+raise :class:`~numba_asynccopy.sim.SimulatorError`.
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..host import tensor_map as _tm
+from . import _runtime as rt
+from .bulk import BulkOp, _check_mbar, _check_space, _cluster_error, _combine, _issue
+
+_dev = sys.modules["numba_asynccopy.tensor"]
+
+#: word 0 of a simulator map buffer (words 0..15 are the driver's map on the GPU)
+SIM_MARK = 0x50414D5453494D41  # "AMISTMAP"
+_maps: "weakref.WeakValueDictionary[int, TensorMap]" = weakref.WeakValueDictionary()
+
+
+class TensorMap(_tm.TensorMap):
+    """Simulator version of :class:`numba_asynccopy.TensorMap`: same
+    arguments, same validation, no CUDA driver.  ``array`` is a simulator
+    device array (``cuda.to_device``, ``cuda.device_array``, or a view of one).
+
+    Example::
+
+        A = cuda.to_device(np.random.rand(100, 64).astype(np.float32))
+        tmap = ac.TensorMap(A, (16, 32))
+        kernel[1, 128](tmap, out)
+    """
+
+    def __init__(self, array: Any, box: Sequence[int], *, swizzle: int | None = None,
+                 interleave: int | None = None, l2_promotion: int | None = None,
+                 oob_fill: str = "zero", element_strides: Sequence[int] | None = None,
+                 dtype: str | None = None) -> None:
+        tensor = rt.unwrap(array)
+        if isinstance(array, np.ndarray) or not isinstance(tensor, np.ndarray):
+            raise TypeError(
+                f"TensorMap: `array` must expose __cuda_array_interface__ (a Numba device "
+                f"array, CuPy array or PyTorch CUDA tensor), got {type(array).__name__} "
+                "(in the CUDA simulator: a simulator device array from cuda.to_device)")
+        interface = dict(tensor.__array_interface__)
+        interface.pop("mask", None)
+        self.spec = _tm.describe(interface, box, swizzle=swizzle, interleave=interleave,
+                                 l2_promotion=l2_promotion, oob_fill=oob_fill,
+                                 element_strides=element_strides, dtype=dtype)
+        self.array = array  # keeps the tensor alive as long as the map
+        self.tensor = tensor
+        words = [0] * _tm.MAP_WORDS + self.spec.metadata()
+        words[0] = SIM_MARK
+        from numba import cuda
+
+        self.device = cuda.to_device(np.array(words, dtype=np.uint64))
+        self._ac_sim_buffer = rt.unwrap(self.device)
+        _maps[rt.address(self._ac_sim_buffer)] = self
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        raise AttributeError("a simulator TensorMap has no device memory")
+
+
+# --- run-time rules (checked mode's, same text) ------------------------------
+
+def _check_map(api: str, m: np.ndarray, rank: int, tile: np.ndarray, name: str,
+               dtype_code: int | None = None) -> TensorMap:
+    """``check_map_and_tile``, then the map behind the buffer."""
+    if m.shape[0] < _tm.BUFFER_WORDS:
+        raise rt.violation(api, f"`tensor_map` has {m.shape[0]} words, not the "
+                           f"{_tm.BUFFER_WORDS} of an ac.TensorMap buffer")
+    w = [int(x) for x in m[:_tm.BUFFER_WORDS]]
+    if w[_tm.W_MAGIC] != _tm.MAGIC:
+        raise rt.violation(api, "`tensor_map` is not an ac.TensorMap buffer (bad magic word)")
+    if w[_tm.W_RANK] != rank:
+        raise rt.violation(api, f"`coords` has {rank} entries but the tensor map has rank "
+                           f"{w[_tm.W_RANK]}")
+    if w[_tm.W_ITEMSIZE] != tile.itemsize:
+        raise rt.violation(api, f"`{name}` has {tile.itemsize}-byte elements but the tensor "
+                           f"map's are {w[_tm.W_ITEMSIZE]} bytes")
+    if w[_tm.W_BOX_BYTES] != tile.nbytes:
+        raise rt.violation(api, f"`{name}` has {tile.nbytes} bytes but one box of the tensor "
+                           f"map has {w[_tm.W_BOX_BYTES]}")
+    addr, align = rt.address(tile), w[_tm.W_SMEM_ALIGN]
+    if align == 0 or addr % align:
+        raise rt.violation(
+            api, f"`{name}` (shared address 0x{addr:x}) is not {align}-byte aligned as this "
+            "tensor map needs (128, or 8 x the swizzle span); use cuda.shared.array(..., "
+            "alignment=...)")
+    if dtype_code is not None and w[_tm.W_DTYPE] != dtype_code:
+        raise rt.violation(
+            api, f"the reduction reads `{name}` as CUtensorMapDataType {dtype_code} but the "
+            f"tensor map holds type {w[_tm.W_DTYPE]}")
+    expect = tile.itemsize
+    for axis in range(tile.ndim - 1, -1, -1):
+        if tile.strides[axis] != expect and tile.shape[axis] > 1:
+            raise rt.violation(
+                api, f"`{name}` is not C-contiguous: axis {axis} has stride "
+                f"{tile.strides[axis]} bytes, expected {expect} (a TMA tile is one dense box)")
+        expect *= tile.shape[axis]
+    tmap = _maps.get(rt.address(m))
+    if tmap is None or w[0] != SIM_MARK:
+        raise rt.violation(api, "`tensor_map` is not the buffer of a TensorMap built in "
+                           "this simulator process")
+    if tmap.spec.interleave is not None:
+        raise rt.SimulatorError(
+            f"{rt.SIM_PREFIX}{api}: interleaved tensor maps (interleave="
+            f"{tmap.spec.interleave}) are not simulated; run this kernel on a GPU")
+    return tmap
+
+
+def _coords(api: str, coords, m: np.ndarray, *, store: bool) -> list[int]:
+    cs = [int(np.int32(c)) for c in coords]  # signed 32-bit, as the lowering casts
+    isz = int(m[_tm.W_ITEMSIZE])
+    if (cs[-1] * isz) & 15:
+        raise rt.violation(
+            api, f"the innermost coordinate {cs[-1]} x {isz}-byte elements is not a multiple "
+            "of 16 bytes (the copy engine needs 16-byte aligned box starts)")
+    if store:
+        for axis, c in enumerate(cs):
+            if c < 0:
+                raise rt.violation(
+                    api, f"`coords`[{axis}]={c} is negative; tensor stores and reductions need "
+                    "coordinates >= 0 (boxes may still run past the far edges)")
+    return cs
+
+
+# --- box geometry -----------------------------------------------------------------
+
+def _box_index(spec: _tm.TensorMapSpec, cs: list[int]):
+    """(tensor index, box index) for np.ix_ over the in-bounds elements, or None."""
+    t_idx, b_idx = [], []
+    for c, b, e, n in zip(cs, spec.box, spec.element_strides, spec.shape):
+        idx = c + e * np.arange(-(-b // e))
+        ok = (idx >= 0) & (idx < n)
+        if not ok.any():
+            return None
+        t_idx.append(idx[ok])
+        b_idx.append(np.nonzero(ok)[0])
+    return np.ix_(*t_idx), np.ix_(*b_idx)
+
+
+def _units(nbytes: int, swizzle: int | None) -> np.ndarray:
+    """Shared byte offset of each 16-byte unit of the dense box."""
+    o = np.arange(0, nbytes, 16)
+    if swizzle is None:
+        return o
+    return o ^ (((o >> 7) & (swizzle // 16 - 1)) << 4)
+
+
+def _swizzle_bytes(dense: np.ndarray, swizzle: int | None) -> np.ndarray:
+    raw = np.ascontiguousarray(dense).view(np.uint8).reshape(-1)
+    out = np.empty_like(raw)
+    out.reshape(-1, 16)[_units(raw.size, swizzle) // 16] = raw.reshape(-1, 16)
+    return out
+
+
+def _unswizzle_bytes(raw: np.ndarray, swizzle: int | None) -> np.ndarray:
+    return raw.reshape(-1, 16)[_units(raw.size, swizzle) // 16].reshape(-1)
+
+
+def _fill_value(spec: _tm.TensorMapSpec, dtype: np.dtype):
+    if spec.oob_fill != "nan":
+        return np.zeros((), dtype)
+    bits = {2: 0x7FFF, 4: 0x7FFFFFFF, 8: 0x7FFFFFFFFFFFFFFF}[dtype.itemsize]  # canonical NaN
+    return np.array(bits, f"u{dtype.itemsize}").view(dtype)
+
+
+def _tile_bytes(tile: np.ndarray) -> np.ndarray:
+    return tile.reshape(-1).view(np.uint8)
+
+
+# --- intrinsics -------------------------------------------------------------------
+
+
+def cp_async_bulk_tensor_load(dst, tensor_map, coords, mbar, *, multicast_mask=None,
+                              cache_policy=None, fence=True):
+    """Simulator version of :func:`numba_asynccopy.cp_async_bulk_tensor_load`:
+    the (swizzled, out-of-bounds-filled) box lands when a wait sees ``mbar``'s
+    phase complete; ``dst`` holds poison until then.
+
+    Example::
+
+        ac.mbarrier_arrive_expect_tx(bar, tmap_box_bytes)
+        ac.cp_async_bulk_tensor_load(tile, tmap, (r, c), bar)
+        ac.mbarrier_wait_parity(bar, 0)
+    """
+    api = "cp_async_bulk_tensor_load"
+    (d, m, cs, b), kw = rt.validate(_dev.cp_async_bulk_tensor_load, dst, tensor_map, coords, mbar,
+                                    multicast_mask=multicast_mask, cache_policy=cache_policy,
+                                    fence=fence)
+    if kw["multicast_mask"] is not None:
+        raise _cluster_error(api)
+    th, blk = rt.current(api)
+    _check_space(api, "dst", d, "shared")
+    _check_space(api, "tensor_map", m, "global")
+    with blk.cond:
+        bar = _check_mbar(api, blk, b)
+        tmap = _check_map(api, m, len(cs), d, "dst")
+        c = _coords(api, cs, m, store=False)
+        spec, t = tmap.spec, tmap.tensor
+        dense = np.full([-(-n // e) for n, e in zip(spec.box, spec.element_strides)],
+                        _fill_value(spec, t.dtype), t.dtype)
+        ix = _box_index(spec, c)
+        if ix is not None:
+            dense[ix[1]] = t[ix[0]]  # read now: a copy of the source
+        payload = _swizzle_bytes(dense, spec.swizzle)
+        bar.attach(blk, rt.AsyncOp([(_tile_bytes(d), payload)], tx_bytes=spec.box_bytes))
+
+
+def _store(api, m, cs, s, o, dtype_code=None):
+    th, blk = rt.current(api)
+    _check_space(api, "src", s, "shared")
+    _check_space(api, "tensor_map", m, "global")
+    tmap = _check_map(api, m, len(cs), s, "src", dtype_code)
+    c = _coords(api, cs, m, store=True)
+    spec, t = tmap.spec, tmap.tensor
+    counts = [-(-n // e) for n, e in zip(spec.box, spec.element_strides)]
+    ix = _box_index(spec, c)
+    sb = _tile_bytes(s)
+
+    def write(payloads):
+        if ix is None:
+            return
+        dense = _unswizzle_bytes(payloads[0], spec.swizzle).view(t.dtype).reshape(counts)
+        if o.op is None:
+            t[ix[0]] = dense[ix[1]]
+        else:
+            new = dense[ix[1]].view(s.dtype)
+            t[ix[0]] = _combine(o.op, o.ptx_type, t[ix[0]].view(s.dtype), new).view(t.dtype)
+
+    poison = []
+    if o.op is None and ix is not None:
+        poison = [_Region(t, ix[0])]
+    _issue(th, blk, BulkOp(api, [sb], write, poison))
+
+
+class _Region:
+    """``dst[...] = POISON_BYTE`` for the in-bounds elements of a box."""
+
+    def __init__(self, t: np.ndarray, ix):
+        self.t, self.ix = t, ix
+
+    def __setitem__(self, key, value) -> None:
+        shape = self.t[self.ix].shape
+        self.t[self.ix] = np.full(shape + (self.t.itemsize,), value, np.uint8).view(self.t.dtype).reshape(shape)
+
+
+def cp_async_bulk_tensor_store(tensor_map, coords, src, *, cache_policy=None, fence=True):
+    """Simulator version of :func:`numba_asynccopy.cp_async_bulk_tensor_store`:
+    reads ``src`` at ``bulk_wait_group(n, read=True)``, writes the in-bounds
+    part of the box at ``bulk_wait_group(n)`` (poison there until then).
+
+    Example::
+
+        ac.cp_async_bulk_tensor_store(tmap_out, (r, c), tile)
+        ac.bulk_commit_group()
+        ac.bulk_wait_group(0)
+    """
+    api = "cp_async_bulk_tensor_store"
+    (m, cs, s), kw = rt.validate(_dev.cp_async_bulk_tensor_store, tensor_map, coords, src,
+                                 cache_policy=cache_policy, fence=fence)
+    o = _dev.validate_store(api, *[rt.numba_type(x) for x in (m, cs, s, kw["cache_policy"],
+                                                               kw["fence"])])
+    _store(api, m, cs, s, o)
+
+
+def cp_reduce_async_bulk_tensor(tensor_map, coords, src, op, *, bf16=False, cache_policy=None,
+                                fence=True):
+    """Simulator version of :func:`numba_asynccopy.cp_reduce_async_bulk_tensor`:
+    combines ``src`` into the in-bounds part of the box when its group
+    completes.
+
+    Example::
+
+        ac.cp_reduce_async_bulk_tensor(tmap_acc, (r, c), tile, "add")
+        ac.bulk_commit_group()
+        ac.bulk_wait_group(0)
+    """
+    api = "cp_reduce_async_bulk_tensor"
+    (m, cs, s, name), kw = rt.validate(_dev.cp_reduce_async_bulk_tensor, tensor_map, coords, src,
+                                       op, bf16=bf16, cache_policy=cache_policy, fence=fence)
+    tys = [rt.numba_type(x) for x in (m, cs, s, kw["cache_policy"], kw["fence"])]
+    o = _dev.validate_store(api, *tys, op=rt.numba_type(name), bf16=rt.numba_type(kw["bf16"]))
+    if o.ptx_type in ("b32", "b64"):  # as the device intrinsic picks the map's type code
+        code = _tm.DTYPE_CODES[str(s.dtype)]
+    else:
+        code = _tm.DTYPE_CODES[_dev._REDUCE_DTYPE_CODE[o.ptx_type]]
+    _store(api, m, cs, s, o, code)
+
+
+def prefetch_tensormap(tensor_map, *, fence=True):
+    """Simulator version of :func:`numba_asynccopy.prefetch_tensormap` (a hint).
+
+    Example::
+
+        ac.prefetch_tensormap(tmap)
+    """
+    api = "prefetch_tensormap"
+    (m,), _ = rt.validate(_dev.prefetch_tensormap, tensor_map, fence=fence)
+    rt.current(api)
+    _check_space(api, "tensor_map", m, "global")
+
+
+def fence_proxy_tensormap(tensor_map, scope="sys"):
+    """Simulator version of :func:`numba_asynccopy.fence_proxy_tensormap` (no-op:
+    the simulator's map is read directly).
+
+    Example::
+
+        ac.fence_proxy_tensormap(tmap)
+    """
+    rt.validate(_dev.fence_proxy_tensormap, tensor_map, scope)
