@@ -13,7 +13,8 @@ on interior points; boundary points (first/last row and column) are copied
   with 16-byte stores.  Needs ``W % 4 == 0``; H and W need not be multiples
   of the tile.
 - ``stencil_plain``: one thread per point, reading its five inputs straight
-  from global memory (the caches catch the re-reads).
+  from global memory (the caches catch the re-reads); unsigned 32-bit
+  coordinates, so indexing carries no negative-index wraparound.
 
 Example::
 
@@ -108,7 +109,14 @@ def stencil_async(u, out, a, b):
 
 
 def stencil_plain(u, out, a, b):
-    j, i = cuda.grid(2)
+    # The coordinates as 32-bit unsigned, like the twin's int: cuda.grid's
+    # int64 is a sign-extended product, so every u[i, j] would carry Numba's
+    # negative-index wraparound (a select per index and load) and the grid
+    # and index math would be 64-bit.  Unsigned, the loads share one base
+    # address and i - 1, j - 1 (i, j > 0 here) are known non-negative.
+    x, y = cuda.grid(2)
+    j = np.uint32(x)
+    i = np.uint32(y)
     H = u.shape[0]
     W = u.shape[1]
     if i < H and j < W:

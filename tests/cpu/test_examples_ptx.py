@@ -134,6 +134,29 @@ def test_stencil_ptx():
     assemble_clean(plain)
 
 
+def test_stencil_plain_index_math():
+    # The "without this package" baseline must compile as well as its CUDA C++
+    # twin: no negative-index wraparound (shr.s64/and/add or selp per index),
+    # the grid math 32-bit, one 64-bit row multiply per array (u and out), the
+    # four neighbours off one base address.  With cuda.grid's int64 as the
+    # index it was 8 SELs, 5 row multiplies, 143 SASS instructions.
+    plain = ptx(("stencil", "plain"))
+    assert count(plain, r"selp") == 0
+    assert count(plain, r"shr\.s64") == 0
+    assert count(plain, r"mad\.lo\.s32") == 2      # blockIdx * blockDim + threadIdx, x and y
+    assert count(plain, r"mul\.lo\.s64") == 2      # i * W for u, i * W for out
+    assert count(plain, r"ld\.global\.f32") == 5
+    try:
+        cubin, log = toolchain.assemble(plain, verbose=True)
+        ops = [op for op in toolchain.sass_opcodes(toolchain.disassemble(cubin)) if op != "NOP"]
+    except toolchain.ToolMissing as e:
+        pytest.skip(str(e))
+    assert "0 bytes stack frame" in log, log
+    assert not [op for op in ops if op.startswith("SEL")], ops
+    assert [op for op in ops if op.startswith("LDG")] == ["LDG.E"] * 5, ops
+    assert len(ops) < 90, len(ops)  # 66 with ptxas 13.0 (the twin: 53)
+
+
 def test_stencil_halo_copies_are_single_instructions():
     text = ptx(("stencil", "async"))
     # 5 row passes x (chunk tx, chunk tx + 32), straight-line: no chunk loops

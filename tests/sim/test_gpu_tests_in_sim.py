@@ -44,3 +44,14 @@ test_tma_swizzle_changes_the_layout = _tma.test_swizzle_changes_the_layout
 test_tma_map_of_a_strided_view_keeps_the_tensor_alive = (
     _tma.test_tensor_map_of_a_strided_view_keeps_the_tensor_alive)
 test_tma_tensor_reduction = _tma.test_tensor_reduction
+
+# the plain (no cp.async) stencil, the benchmark's baseline: its unsigned
+# coordinates must still give every boundary and interior point exactly
+import pytest  # noqa: E402
+
+from ..gpu import test_examples_gpu as _ex  # noqa: E402
+
+
+@pytest.mark.parametrize("shape", _ex.STENCIL_SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_stencil_plain(shape):
+    _ex.test_stencil("plain", shape)
