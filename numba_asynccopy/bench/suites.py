@@ -367,13 +367,15 @@ def suite_stencil(r: Recorder) -> None:
                       check_stencil(launch), config={"H": H, "W": W})
         except Exception as e:
             r.fail(key, f"5-point stencil, {what}", "numba", "TB/s", f"error: {type(e).__name__}: {e}")
-    for name in ("async", "plain"):
+    # plain_norestrict: the plain twin without const __restrict__, i.e. without
+    # the read-only (LDG.CONSTANT) loads that Numba cannot ask for
+    for name in ("async", "plain", "plain_norestrict"):
         key = f"twin_stencil_{name}"
         try:
             tw = r.twins()
-            f = tw.stencil_async if name == "async" else tw.stencil_plain
+            f = getattr(tw, f"stencil_{name}")
             launch = (lambda f=f: f(ptr(u), ptr(out), H, W, a, b))
-            r.measure(key, f"5-point stencil CUDA C++, {name}", "cuda-c++", "TB/s", work, launch,
+            r.measure(key, f"5-point stencil CUDA C++, {name.replace('_', ' ')}", "cuda-c++", "TB/s", work, launch,
                       check_stencil(launch), config={"H": H, "W": W})
         except Exception as e:
             r.fail(key, f"5-point stencil CUDA C++, {name}", "cuda-c++", "TB/s",
@@ -438,6 +440,31 @@ def suite_cluster(r: Recorder) -> None:
             r.measure(key, label, "numba", "TB/s", work, launch, check_exchange(launch), config=config)
         except Exception as e:
             r.fail(key, label, "numba", "TB/s", f"error: {type(e).__name__}: {e}")
+    # the DSMEM ceiling: the same copies with no round-to-round dependency
+    try:
+        from . import ceilings
+
+        if rounds % ceilings.NBARS:
+            raise ValueError(f"rounds={rounds} is not a multiple of {ceilings.NBARS}")
+        shifted = cuda.to_device(ex.expected(A.copy_to_host(), 1))
+        kc = cuda.jit(ceilings.DSMEM_CEILING_SIGNATURE)(ceilings.dsmem_ceiling)
+        ceil = lambda: ac.launch(kc, blocks, ex.BLOCK, (A, out, rr), cluster=ex.CLUSTER)  # noqa: E731
+
+        def check_ceiling():
+            du.poison(out)
+            ceil()
+            cuda.synchronize()
+            bad = du.mismatches(shifted, out)
+            if bad:
+                raise AssertionError(f"{bad} of {blocks * ex.TILE} words differ from the ring shift by 1")
+            return "every tile equals the previous rank's (all copies landed)"
+
+        r.measure("dsmem_ceiling", "DSMEM bulk copies, no round dependency", "numba", "TB/s", work,
+                  ceil, check_ceiling, config=config)
+        del shifted
+    except Exception as e:
+        r.fail("dsmem_ceiling", "DSMEM bulk copies, no round dependency", "numba", "TB/s",
+               f"error: {type(e).__name__}: {e}")
     try:
         tw = r.twins()
         twin = lambda: tw.exchange_dsmem(ptr(A), ptr(out), blocks, rounds, ex.CLUSTER)  # noqa: E731
@@ -523,9 +550,9 @@ def suite_keys(name: str, quick: bool) -> list[str]:
             "twin_sgemm_pipe")]
     if name == "stencil":
         return ["numba_stencil_async", "numba_stencil_plain", "twin_stencil_async",
-                "twin_stencil_plain"]
+                "twin_stencil_plain", "twin_stencil_plain_norestrict"]
     if name == "cluster":
-        return ["numba_cluster_dsmem", "numba_cluster_global", "twin_cluster_dsmem",
+        return ["numba_cluster_dsmem", "numba_cluster_global", "dsmem_ceiling", "twin_cluster_dsmem",
                 "numba_launch_plain", "numba_launch_cluster"]
     return []
 

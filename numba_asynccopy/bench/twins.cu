@@ -229,6 +229,16 @@ __global__ void stencil_plain_k(const float* __restrict__ u, float* __restrict__
     else out[o] = a * u[o] + b * (u[o - W] + u[o + W] + u[o - 1] + u[o + 1]);
 }
 
+// The same without const __restrict__: plain LDG instead of the read-only
+// path (LDG.CONSTANT), which a Numba kernel cannot request.
+__global__ void stencil_plain_norestrict_k(const float* u, float* out, int H, int W, float a, float b) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i >= H || j >= W) return;
+    size_t o = (size_t)i * W + j;
+    if (i == 0 || j == 0 || i == H - 1 || j == W - 1) out[o] = u[o];
+    else out[o] = a * u[o] + b * (u[o - W] + u[o + W] + u[o - 1] + u[o + 1]);
+}
+
 extern "C" int twin_stencil_async(const float* u, float* out, int H, int W, float a, float b) {
     dim3 grid((W + TX - 1) / TX, (H + TY - 1) / TY);
     stencil_async_k<<<grid, dim3(32, 8)>>>(u, out, H, W, a, b);
@@ -238,6 +248,12 @@ extern "C" int twin_stencil_async(const float* u, float* out, int H, int W, floa
 extern "C" int twin_stencil_plain(const float* u, float* out, int H, int W, float a, float b) {
     dim3 grid((W + 31) / 32, (H + 7) / 8);
     stencil_plain_k<<<grid, dim3(32, 8)>>>(u, out, H, W, a, b);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int twin_stencil_plain_norestrict(const float* u, float* out, int H, int W, float a, float b) {
+    dim3 grid((W + 31) / 32, (H + 7) / 8);
+    stencil_plain_norestrict_k<<<grid, dim3(32, 8)>>>(u, out, H, W, a, b);
     return (int)cudaGetLastError();
 }
 

@@ -98,9 +98,10 @@ class Twins:
         lib.twin_sgemm.argtypes = [P, P, P, I, I, I, I]
         lib.twin_stencil_async.argtypes = [P, P, I, I, F, F]
         lib.twin_stencil_plain.argtypes = [P, P, I, I, F, F]
+        lib.twin_stencil_plain_norestrict.argtypes = [P, P, I, I, F, F]
         lib.twin_exchange_dsmem.argtypes = [P, P, I, I, I]
         for f in (lib.twin_staged_copy, lib.twin_sgemm, lib.twin_stencil_async, lib.twin_stencil_plain,
-                  lib.twin_exchange_dsmem):
+                  lib.twin_stencil_plain_norestrict, lib.twin_exchange_dsmem):
             f.restype = I
         self.lib = lib
         self.path = so
@@ -125,6 +126,10 @@ class Twins:
 
     def stencil_plain(self, u: int, out: int, H: int, W: int, a: float, b: float) -> None:
         self._check("twin_stencil_plain", self.lib.twin_stencil_plain(u, out, H, W, a, b))
+
+    def stencil_plain_norestrict(self, u: int, out: int, H: int, W: int, a: float, b: float) -> None:
+        self._check("twin_stencil_plain_norestrict",
+                    self.lib.twin_stencil_plain_norestrict(u, out, H, W, a, b))
 
     def exchange_dsmem(self, a: int, out: int, blocks: int, rounds: int, cluster: int) -> None:
         self._check("twin_exchange_dsmem",

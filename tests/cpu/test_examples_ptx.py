@@ -351,3 +351,15 @@ def test_bench_without_gpu_still_prints_its_table(tmp_path):
 
     assert all(status[k].startswith("not yet run: ") for k in report.PENDING)
     assert "numba_tma_copy" not in status  # its suite was not asked for
+
+
+def test_dsmem_ceiling_kernel_compiles_to_cluster_bulk_copies():
+    # the benchmark's DSMEM ceiling: bulk copies into the next rank, all in flight
+    from numba_asynccopy import toolchain
+    from numba_asynccopy.bench import ceilings
+
+    ptx, _ = cuda.compile_ptx(ceilings.dsmem_ceiling, ceilings.DSMEM_CEILING_SIGNATURE, cc=(9, 0))
+    assert "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes" in ptx
+    assert ptx.count("mbarrier.arrive.expect_tx") >= 1
+    assert ptx.count("barrier.cluster.arrive") == 2
+    assemble_clean(ptx)
