@@ -12,6 +12,14 @@ launch that the grid is a whole number of clusters.  Importing the package
 installs a small hook on numba-cuda's kernel launch so that the ordinary
 launch path also raises the kernel's dynamic shared memory limit (numba
 alone fails above 48 KB) and checks declared cluster shapes.
+
+:func:`launch` costs about what ``kernel[grid, block](*args)`` costs: it goes
+through Numba's own dispatch (``configure`` and ``call``: numba-cuda's C
+dispatcher finds the compiled kernel, compiling on first use as usual) with
+a claim on the launch left in a thread-local, and the same hook launches
+the kernel with the cluster shape.  What depends only on the launch shape,
+or on the shape and the compiled kernel (checks, kernel attributes, the
+cuda.core ``LaunchConfig``), is done once and cached.
 """
 
 from __future__ import annotations

@@ -322,3 +322,10 @@ def test_hot_path_makes_no_more_python_calls_than_numbas_launch(driver, probe):
     n_ours, n_numba = python_calls(ours), python_calls(numbas)
     assert n_ours <= n_numba, (n_ours, n_numba)
 
+
+
+def test_launchprof_says_it_needs_a_gpu(capsys):
+    from numba_asynccopy.bench import launchprof
+
+    assert launchprof.main(["--n", "10"]) == 2
+    assert "launchprof: no CUDA GPU is available; it times real kernel launches" in capsys.readouterr().err
