@@ -120,8 +120,11 @@ _hook: Callable | None = None
 
 
 class _Claims(threading.local):
-    #: ``(py_func, claim)`` while ``ac.launch`` runs a dispatcher on this
-    #: thread: the next ``_Kernel.launch`` of that Python function is ours
+    #: ``(args, claim)`` while ``ac.launch`` runs ``dispatcher.call(args, ...)``
+    #: on this thread: the ``_Kernel.launch`` that gets that very ``args``
+    #: object is ours.  (Matched by the arguments, not the kernel: numba
+    #: picks the kernel, and one rebuilt from the on-disk cache has no
+    #: ``py_func``.)
     pending: tuple | None = None
 
 
@@ -136,12 +139,13 @@ def install_launch_hook(prepare: Callable[..., None], takeover: Callable[..., No
       first (it raises the kernel's dynamic shared memory limit and rejects
       a grid that does not fit a declared cluster shape), then numba-cuda's
       own launch.
-    - While ``claims.pending`` is ``(py_func, claim)`` and the kernel is
-      that function's, the claim is consumed (``pending`` becomes None) and
-      ``takeover(kernel, claim, args, stream)`` launches instead.
-      ``ac.launch`` sets it around ``dispatcher.call``, so numba-cuda picks
-      (and compiles) the kernel exactly as for ``kernel[grid, block]``, C
-      fast path included, and the launch gets the cluster shape.
+    - While ``claims.pending`` is ``(args, claim)`` and the launch gets
+      that same ``args`` object, the claim is consumed (``pending`` becomes
+      None) and ``takeover(kernel, claim, args, stream)`` launches instead.
+      ``ac.launch`` sets it around ``dispatcher.call(args, ...)``, which
+      hands ``args`` through unchanged, so numba-cuda picks (and compiles)
+      the kernel exactly as for ``kernel[grid, block]``, C fast path
+      included, and the launch gets the cluster shape.
     """
     global _original_launch, _hook
     if _original_launch is not None:
@@ -150,7 +154,7 @@ def install_launch_hook(prepare: Callable[..., None], takeover: Callable[..., No
 
     def launch(self, args, griddim, blockdim, stream=0, sharedmem=0):
         pending = claims.pending
-        if pending is not None and pending[0] is self.py_func:
+        if pending is not None and pending[0] is args:
             claims.pending = None
             return takeover(self, pending[1], args, stream)
         prepare(self, griddim, blockdim, sharedmem)

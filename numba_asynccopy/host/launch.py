@@ -312,12 +312,12 @@ def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
         configured = kernel.configure(claim.grid, claim.block, stream, claim.shared_mem)
         claims = _nb.claims
         previous = claims.pending
-        claims.pending = (kernel.py_func, claim)
+        claims.pending = (args, claim)
         try:
             kernel.call(args, configured)
             if claims.pending is not None:  # never: our hook did not see the launch
                 raise RuntimeError(f"{_WHAT}: numba-cuda launched {kernel.py_func.__name__} "
-                                   "without numba_asynccopy's launch hook")
+                                   "without numba_asynccopy's launch hook (so without the cluster shape)")
         finally:
             claims.pending = previous
     elif _nb.is_kernel(kernel):  # a compiled kernel (e.g. dispatcher.overloads[sig])

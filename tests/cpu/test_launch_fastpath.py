@@ -186,15 +186,31 @@ def test_ordinary_launch_is_untouched(driver, probe):
     assert grid == (4, 1, 1) and ints(args) == [9]
 
 
-def test_a_claim_for_another_function_is_not_consumed(driver, probe):
-    other = object()
-    nb.claims.pending = (other, "claim")
+def test_a_claim_for_other_arguments_is_not_consumed(driver, probe):
+    claimed = (1,)
+    nb.claims.pending = (claimed, "claim")
     try:
-        probe[4, 32](1)
-        assert nb.claims.pending == (other, "claim")
+        probe[4, 32](1)  # equal arguments, another tuple: an ordinary launch
+        assert nb.claims.pending == (claimed, "claim")
     finally:
         nb.claims.pending = None
     assert driver.launches == [] and len(driver.numba_launches) == 1
+
+
+def test_a_kernel_rebuilt_from_the_cache_has_no_py_func(driver):
+    from numba.cuda.dispatcher import _Kernel
+
+    @cuda.jit("void(int32)")
+    def cached(x):
+        pass
+
+    sig, kernel = next(iter(cached.overloads.items()))
+    rebuilt = _Kernel._rebuild(**kernel._reduce_states())  # as the on-disk cache loads it
+    assert not hasattr(rebuilt, "py_func")
+    cached.overloads[sig] = rebuilt
+    ac.launch(cached, 4, 32, (3,), cluster=2)
+    ac.launch(rebuilt, 4, 32, (4,), cluster=2)
+    assert [(c[-1], ints(a)) for (_, c, _, a) in driver.launches] == [((2, 1, 1), [3]), ((2, 1, 1), [4])]
 
 
 def test_declared_shape(driver):
