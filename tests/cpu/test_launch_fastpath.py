@@ -238,7 +238,8 @@ def test_declared_shape(driver):
 @pytest.mark.parametrize("kwargs,message", [
     (dict(grid=6, cluster=4), r"ac.launch: grid \(6, 1, 1\) \(blocks\) is not a multiple of the "
                               r"cluster shape \(4, 1, 1\) on axis x"),
-    (dict(grid=16, cluster=16), "16 CTAs; more than 8 is a non-portable cluster size: pass non_portable=True"),
+    (dict(grid=16, cluster=16),
+     "16 CTAs; more than 8 is a non-portable cluster size: pass non_portable=True"),
     (dict(grid=32, cluster=32, non_portable=True), "the largest cluster is 16 CTAs"),
     (dict(grid=4, cluster=(2, 0)), "`cluster` must be 1-3 positive ints"),
     (dict(grid=4.0), "`grid` must be an int or a tuple of 1-3 ints"),

@@ -29,8 +29,9 @@ def test_launch_without_a_cluster_runs():
 
 def test_a_cluster_is_refused_with_the_reason():
     a = np.zeros((4, 16), np.int32)
-    with pytest.raises(ac.sim.SimulatorError, match=r"ac.launch\(\.\.\., cluster=\(2, 1, 1\)\) cannot run "
-                                                    r"in the CUDA simulator: .*blocks of a cluster never run together"):
+    message = (r"ac.launch\(\.\.\., cluster=\(2, 1, 1\)\) cannot run in the CUDA simulator: "
+               r".*blocks of a cluster never run together")
+    with pytest.raises(ac.sim.SimulatorError, match=message):
         ac.launch(reverse_through_dynamic_shared, 4, 16, (a, a.copy()), cluster=2, shared_mem=64)
 
 
