@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+import threading
 from typing import Any, Callable, Sequence
 
 from numba.cuda import compiler as _compiler
@@ -28,10 +29,12 @@ from numba.cuda import dispatcher as _dispatcher
 SIMULATOR = not hasattr(_dispatcher, "_Kernel")
 if SIMULATOR:
     _KERNEL_INIT = _COMPILE = _COMPILE_DEVICE = None
+    core_launch = None
 else:
     _KERNEL_INIT = inspect.unwrap(_dispatcher._Kernel.__init__).__code__
     _COMPILE = inspect.unwrap(_compiler.compile).__code__
     _COMPILE_DEVICE = inspect.unwrap(_dispatcher.CUDADispatcher.compile_device).__code__
+    from cuda.core import launch as core_launch  # CPU tests replace it
 
 
 def compiling_kernel() -> bool | None:
@@ -113,28 +116,71 @@ def device_attribute(cufunc: Any, name: str) -> int:
 # --- the ordinary launch path -------------------------------------------------
 
 _original_launch: Callable | None = None
+_hook: Callable | None = None
 
 
-def install_launch_hook(prepare: Callable[..., None]) -> None:
-    """Run ``prepare(kernel, griddim, blockdim, sharedmem)`` before every
-    ``kernel[grid, block, stream, sharedmem](...)`` launch.
+class _Claims(threading.local):
+    #: ``(args, claim)`` while ``ac.launch`` runs ``dispatcher.call(args, ...)``
+    #: on this thread: the ``_Kernel.launch`` that gets that very ``args``
+    #: object is ours.  (Matched by the arguments, not the kernel: numba
+    #: picks the kernel, and one rebuilt from the on-disk cache has no
+    #: ``py_func``.)
+    pending: tuple | None = None
 
-    ``prepare`` raises the kernel's attributes (dynamic shared memory,
-    non-portable cluster size) and rejects a grid that does not fit the
-    kernel's declared cluster shape, before the driver sees the launch.
+
+claims = _Claims()
+
+
+def install_launch_hook(prepare: Callable[..., None], takeover: Callable[..., None]) -> None:
+    """Hook numba-cuda's ``_Kernel.launch``, which every
+    ``kernel[grid, block, stream, sharedmem](...)`` launch ends in.
+
+    - Ordinarily ``prepare(kernel, griddim, blockdim, sharedmem)`` runs
+      first (it raises the kernel's dynamic shared memory limit and rejects
+      a grid that does not fit a declared cluster shape), then numba-cuda's
+      own launch.
+    - While ``claims.pending`` is ``(args, claim)`` and the launch gets
+      that same ``args`` object, the claim is consumed (``pending`` becomes
+      None) and ``takeover(kernel, claim, args, stream)`` launches instead.
+      ``ac.launch`` sets it around ``dispatcher.call(args, ...)``, which
+      hands ``args`` through unchanged, so numba-cuda picks (and compiles)
+      the kernel exactly as for ``kernel[grid, block]``, C fast path
+      included, and the launch gets the cluster shape.
     """
-    global _original_launch
+    global _original_launch, _hook
     if _original_launch is not None:
         return
     _original_launch = original = _dispatcher._Kernel.launch
 
     def launch(self, args, griddim, blockdim, stream=0, sharedmem=0):
+        pending = claims.pending
+        if pending is not None and pending[0] is args:
+            claims.pending = None
+            return takeover(self, pending[1], args, stream)
         prepare(self, griddim, blockdim, sharedmem)
         return original(self, args, griddim, blockdim, stream, sharedmem)
 
     launch.__wrapped__ = original
-    _dispatcher._Kernel.launch = launch
+    _dispatcher._Kernel.launch = _hook = launch
 
 
 def launch_hook_installed() -> bool:
-    return _dispatcher._Kernel.launch is not _original_launch and _original_launch is not None
+    return _hook is not None and _dispatcher._Kernel.launch is _hook
+
+
+def is_cuda_dispatcher(obj: Any) -> bool:
+    return isinstance(obj, _dispatcher.CUDADispatcher)
+
+
+def is_kernel(obj: Any) -> bool:
+    return isinstance(obj, _dispatcher._Kernel)
+
+
+def launch_kernel(kernel: Any, cufunc: Any, config: Any, args: Sequence[Any], stream: Any) -> None:
+    """Launch ``kernel`` with a cuda.core ``LaunchConfig`` as numba-cuda's
+    ``_Kernel.launch`` does it (argument marshalling, then write-backs of
+    host arrays); ``stream`` is a cuda.core stream."""
+    kernelargs, retr = marshal_args(kernel, args, stream)
+    core_launch(stream, config, cufunc.kernel, *kernelargs)
+    for writeback in retr:
+        writeback()

@@ -12,11 +12,19 @@ launch that the grid is a whole number of clusters.  Importing the package
 installs a small hook on numba-cuda's kernel launch so that the ordinary
 launch path also raises the kernel's dynamic shared memory limit (numba
 alone fails above 48 KB) and checks declared cluster shapes.
+
+:func:`launch` costs about what ``kernel[grid, block](*args)`` costs: it goes
+through Numba's own dispatch (``configure`` and ``call``: numba-cuda's C
+dispatcher finds the compiled kernel, compiling on first use as usual) with
+a claim on the launch left in a thread-local, and the same hook launches
+the kernel with the cluster shape.  What depends only on the launch shape,
+or on the shape and the compiled kernel (checks, kernel attributes, the
+cuda.core ``LaunchConfig``), is done once and cached.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Sequence, Union
 
@@ -83,9 +91,12 @@ def check_grid(grid: tuple[int, int, int], cluster: tuple[int, int, int], what: 
 
 @dataclass
 class _KernelState:
+    """Per compiled kernel and device."""
     declared: tuple[int, int, int] | None
     non_portable: bool = False
     max_dynamic_shared: int = 0
+    #: LaunchConfig of each :func:`launch` shape (a ``_Claim``) checked on this kernel
+    configs: dict = field(default_factory=dict)
 
 
 def _state(kernel: Any, cufunc: Any) -> _KernelState:
@@ -159,7 +170,92 @@ def _launch_hook(kernel: Any, griddim: Dim, blockdim: Dim, sharedmem: int) -> No
 
 def install() -> None:
     """Install the ordinary-launch hook (done when the package is imported)."""
-    _nb.install_launch_hook(_launch_hook)
+    _nb.install_launch_hook(_launch_hook, _takeover)
+
+
+_WHAT = "ac.launch"
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class _Claim:
+    """A validated :func:`launch` shape.  One object per distinct argument
+    values (:func:`_claim`), so it is also the (identity) key of the
+    per-kernel launch cache."""
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    cluster: tuple[int, int, int] | None
+    shared_mem: int
+    non_portable: bool
+
+
+_CLAIMS: dict = {}
+_CLAIMS_MAX = 1024  # distinct launch shapes remembered (then forgotten all at once)
+
+
+def _new_claim(grid: Dim, block: Dim, cluster: Dim | None, shared_mem: int,
+               non_portable: bool) -> _Claim:
+    grid3, block3 = dim3(grid, "grid"), dim3(block, "block")
+    cl = dim3(cluster, "cluster") if cluster is not None else None
+    non_portable = bool(non_portable)
+    if cl is not None:
+        check_cluster_shape(cl, non_portable, _WHAT)
+        check_grid(grid3, cl, _WHAT)
+    shared_mem = int(shared_mem)
+    if shared_mem < 0:
+        raise ClusterLaunchError(f"{_WHAT}: shared_mem must be >= 0, got {shared_mem}")
+    return _Claim(grid3, block3, cl, shared_mem, non_portable)
+
+
+def _claim(grid: Dim, block: Dim, cluster: Dim | None, shared_mem: int,
+           non_portable: bool) -> _Claim:
+    """The validated shape of these :func:`launch` arguments, checked once
+    per distinct values.  The classes are part of the key: ``True == 1``
+    and ``4.0 == 4`` hash alike, but ``dim3`` rejects a bool or float."""
+    key = (grid, block, cluster, shared_mem, non_portable, grid.__class__, block.__class__,
+           cluster.__class__, shared_mem.__class__)
+    try:
+        return _CLAIMS[key]
+    except KeyError:
+        pass
+    except TypeError:  # a list somewhere: validate every time
+        return _new_claim(grid, block, cluster, shared_mem, non_portable)
+    claim = _new_claim(grid, block, cluster, shared_mem, non_portable)
+    if len(_CLAIMS) >= _CLAIMS_MAX:
+        _CLAIMS.clear()
+    _CLAIMS[key] = claim
+    return claim
+
+
+def _takeover(kernel: Any, claim: _Claim, args: Sequence[Any], stream: Any) -> None:
+    """Launch ``kernel`` (numba's ``_Kernel``, as picked for the arguments)
+    with ``claim``'s shape; ``stream`` is a cuda.core stream.
+
+    The checks that need the compiled kernel (declared shape, shared memory
+    limit, debug/cooperative) and the kernel attributes they set run once per
+    kernel, device and shape; after that a launch is a dictionary look-up,
+    argument marshalling and the driver call."""
+    cufunc = kernel._codelibrary.get_cufunc()
+    st = _state(kernel, cufunc)
+    config = st.configs.get(claim)
+    if config is None:
+        config = _first_launch(kernel, cufunc, st, claim)
+    _nb.launch_kernel(kernel, cufunc, config, args, stream)
+
+
+def _first_launch(kernel: Any, cufunc: Any, st: _KernelState, claim: _Claim) -> Any:
+    if kernel.debug or kernel.cooperative:
+        raise ClusterLaunchError(
+            f"{_WHAT}: kernels compiled with debug=True or using grid sync are not "
+            "supported; launch them with kernel[grid, block]"
+        )
+    _, _, shape = _prepare(kernel, claim.grid, claim.block, claim.shared_mem, claim.cluster,
+                           claim.non_portable, _WHAT)
+    config = _launch_config(cufunc.device.id, claim.grid, claim.block, claim.shared_mem,
+                            shape if st.declared is None else None)
+    if len(st.configs) >= _CLAIMS_MAX:
+        st.configs.clear()
+    st.configs[claim] = config
+    return config
 
 
 def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
@@ -179,8 +275,11 @@ def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
       shared memory; the kernel's limit is raised as needed.
     - ``stream``: a Numba stream or 0.
 
-    Errors (:class:`ClusterLaunchError`, a ``ValueError``) are raised before
-    the driver sees the launch.
+    The kernel is picked (and compiled if needed) by Numba's own dispatch,
+    as for ``kernel[grid, block, stream, shared_mem](*args)``, which also
+    warns about grids under 128 blocks as that launch does.  Errors
+    (:class:`ClusterLaunchError`, a ``ValueError``) are raised before the
+    driver sees the launch.
 
     Example::
 
@@ -196,29 +295,56 @@ def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
         out = cuda.device_array(8, np.int32)
         ac.launch(ring, grid=8, block=32, args=(out,), cluster=4)
     """
-    from cuda.core import launch as core_launch
+    claim = _claim(grid, block, cluster, shared_mem, non_portable)
+    if not isinstance(args, tuple):
+        args = tuple(args)
+    if _nb.SIMULATOR:
+        return _simulator_launch(kernel, claim, args, stream)
+    if _nb.is_cuda_dispatcher(kernel):
+        if kernel.targetoptions.get("device"):
+            raise TypeError(f"{kernel.py_func.__name__} is a device function, not a kernel")
+        if not _nb.launch_hook_installed():
+            raise RuntimeError(
+                f"{_WHAT}: numba-cuda's _Kernel.launch is not numba_asynccopy's hook "
+                "(was it replaced after importing numba_asynccopy?): cannot launch with a cluster"
+            )
+        # configure() is numba's lru_cache'd launch configuration, as kernel[...] builds it
+        configured = kernel.configure(claim.grid, claim.block, stream, claim.shared_mem)
+        claims = _nb.claims
+        previous = claims.pending
+        claims.pending = (args, claim)
+        try:
+            kernel.call(args, configured)
+            if claims.pending is not None:  # never: our hook did not see the launch
+                raise RuntimeError(f"{_WHAT}: numba-cuda launched {kernel.py_func.__name__} "
+                                   "without numba_asynccopy's launch hook (so without the cluster shape)")
+        finally:
+            claims.pending = previous
+    elif _nb.is_kernel(kernel):  # a compiled kernel (e.g. dispatcher.overloads[sig])
+        _takeover(kernel, claim, args, _nb.core_stream(stream))
+    else:
+        raise TypeError(f"expected a @cuda.jit kernel, got {type(kernel).__name__}")
 
-    what = "ac.launch"
-    grid3, block3 = dim3(grid, "grid"), dim3(block, "block")
-    cl = dim3(cluster, "cluster") if cluster is not None else None
-    if cl is not None:
-        check_cluster_shape(cl, non_portable, what)
-        check_grid(grid3, cl, what)
-    args = tuple(args)
-    k = _nb.kernel_for_args(kernel, args)
-    if k.debug or k.cooperative:
-        raise ClusterLaunchError(
-            f"{what}: kernels compiled with debug=True or using grid sync are not "
-            "supported; launch them with kernel[grid, block]"
+
+def _simulator_launch(kernel: Any, claim: _Claim, args: tuple, stream: Any) -> None:
+    """Under NUMBA_ENABLE_CUDASIM=1: numba-cuda's simulator runs the blocks
+    one after another, so it cannot run clusters; without one, the launch is
+    an ordinary simulated launch with that much dynamic shared memory."""
+    from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+    if not isinstance(kernel, FakeCUDAKernel):
+        raise TypeError(f"expected a @cuda.jit kernel, got {type(kernel).__name__}")
+    if kernel._device:
+        raise TypeError(f"{kernel.fn.__name__} is a device function, not a kernel")
+    if claim.cluster is not None:
+        from ..sim import UNSUPPORTED_FAMILIES, SimulatorError
+
+        raise SimulatorError(
+            f"numba_asynccopy simulator: {_WHAT}(..., cluster={claim.cluster}) cannot run in the "
+            f"CUDA simulator: {UNSUPPORTED_FAMILIES['cluster']}. Run it on a GPU "
+            "(unset NUMBA_ENABLE_CUDASIM)."
         )
-    cufunc, st, shape = _prepare(k, grid3, block3, shared_mem, cl, non_portable, what)
-    s = _nb.core_stream(stream)
-    kernelargs, retr = _nb.marshal_args(k, args, s)
-    config = _launch_config(cufunc.device.id, grid3, block3, int(shared_mem),
-                            shape if st.declared is None else None)
-    core_launch(s, config, cufunc.kernel, *kernelargs)
-    for writeback in retr:
-        writeback()
+    kernel[claim.grid, claim.block, stream, claim.shared_mem](*args)
 
 
 @lru_cache(maxsize=512)

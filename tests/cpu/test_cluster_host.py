@@ -158,10 +158,18 @@ def test_numba_cuda_internals_exist():
 
     init_names = inspect.unwrap(dispatcher._Kernel.__init__).__code__.co_names
     assert callable(dispatcher._Kernel._prepare_args)
-    for name in ("_codelibrary", "entry_name", "cooperative", "debug"):
+    for name in ("_codelibrary", "entry_name", "cooperative", "debug", "py_func"):
         assert name in init_names, name
     assert "argument_types" in dir(dispatcher._Kernel)
     assert callable(dispatcher.CUDADispatcher._compile_for_args)
+    # ac.launch: configure() -> _LaunchConfiguration (core stream), call() -> _Kernel.launch
+    call_names = inspect.unwrap(dispatcher.CUDADispatcher.call).__code__.co_names
+    for name in ("griddim", "blockdim", "stream", "sharedmem", "_cuda_call", "launch"):
+        assert name in call_names, name
+    assert "_to_core_stream" in dispatcher._LaunchConfiguration.__init__.__code__.co_names
+    assert callable(dispatcher.CUDADispatcher.configure)
+    assert inspect.signature(nb._original_launch).parameters.keys() == {
+        "self", "args", "griddim", "blockdim", "stream", "sharedmem"}
     assert callable(driver._to_core_stream)
     for attr in ("REQUIRED_CLUSTER_WIDTH", "REQUIRED_CLUSTER_HEIGHT", "REQUIRED_CLUSTER_DEPTH",
                  "NON_PORTABLE_CLUSTER_SIZE_ALLOWED", "MAX_DYNAMIC_SHARED_SIZE_BYTES"):
