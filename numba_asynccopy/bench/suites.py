@@ -180,21 +180,23 @@ def suite_copy(r: Recorder) -> None:
     # sweep the configurations briefly, then time the best one fully
     sweep = []
     best = None
-    for cfg in sc.SWEEP:
-        stages, chunk, block, pt = cfg
-        key = f"staged_copy_sweep_s{stages}_b{block}_p{pt}"
+    for cfg in tuple(sc.SWEEP) + tuple(sc.RUN_SWEEP):
+        stages, chunk, block, pt = cfg[:4]
+        run = cfg[4] if len(cfg) > 4 else 0
+        key = f"staged_copy_sweep_s{stages}_b{block}_p{pt}" + (f"_r{run}" if run else "")
         try:
-            kern = cuda.jit(sc.SIGNATURE)(sc.make_staged_copy(stages, chunk, block, pt))
+            kern = cuda.jit(sc.SIGNATURE)(sc.make_staged_copy(stages, chunk, block, pt, run))
             r.dump_code(key, kern)
-            grid = sc.grid_for(stages, chunk, block, pt, sms)
+            grid = (sc.grid_for_runs(n, chunk, block, pt, run) if run
+                    else sc.grid_for(stages, chunk, block, pt, sms))
             launch = (lambda k=kern, g=grid, b=block: k[g, b](src, dst))
             m = r.measure(key, f"staged copy sweep {cfg}", "numba", "TB/s", nbytes, launch,
                           check_copy(launch), reps=3 if r.quick else 7,
                           config={"stages": stages, "chunk_bytes": chunk, "block": block,
-                                  "per_thread": pt, "grid": grid})
+                                  "per_thread": pt, "run": run, "grid": grid})
             sweep.append(m)
             if m.status == "ok" and (best is None or m.ms < best[0].ms):
-                best = (m, launch, cfg, grid)
+                best = (m, launch, (stages, chunk, block, pt, run), grid)
         except Exception as e:
             r.fail(key, f"staged copy sweep {cfg}", "numba", "TB/s", f"error: {type(e).__name__}: {e}")
     if best is None:
@@ -203,13 +205,13 @@ def suite_copy(r: Recorder) -> None:
         r.fail("twin_staged_copy", "staged copy, CUDA C++", "cuda-c++", "TB/s",
                "error: no configuration to mirror")
         return
-    m0, launch, (stages, chunk, block, pt), grid = best
+    m0, launch, (stages, chunk, block, pt, run), grid = best
     config = dict(m0.config)
     r.measure("numba_staged_copy", "staged cp.async copy", "numba", "TB/s", nbytes, launch,
               check_copy(launch), config=config)
     try:
         tw = r.twins()
-        twin = lambda: tw.staged_copy(ptr(src), ptr(dst), n, stages, block, pt, grid)  # noqa: E731
+        twin = lambda: tw.staged_copy(ptr(src), ptr(dst), n, stages, block, pt, grid, run)  # noqa: E731
         r.measure("twin_staged_copy", "staged copy, CUDA C++", "cuda-c++", "TB/s", nbytes, twin,
                   check_copy(twin), config=config)
     except Exception as e:

@@ -12,28 +12,39 @@
 // Mirror of examples/staged_copy.py with chunk_bytes = 16.
 template <int STAGES, int BLOCK, int PT>
 __global__ void __launch_bounds__(BLOCK)
-staged_copy_k(const uint32_t* __restrict__ src, uint32_t* __restrict__ dst, long long n) {
+staged_copy_k(const uint32_t* __restrict__ src, uint32_t* __restrict__ dst, long long n, int run) {
     __shared__ __align__(16) uint4 ring[STAGES][PT][BLOCK];
     const int tid = threadIdx.x;
     const long long tile = (long long)BLOCK * PT * 4;  // words
     const long long ntiles = n / tile;
     const long long first = blockIdx.x, step = gridDim.x;
+    // the block's tiles: base + i * stride for i < count (run 0: grid stride)
+    long long base, stride, count;
+    if (run) {
+        base = first * run;
+        stride = 1;
+        count = base < ntiles ? (run < ntiles - base ? run : ntiles - base) : 0;
+    } else {
+        base = first;
+        stride = step;
+        count = base < ntiles ? (ntiles - base + step - 1) / step : 0;
+    }
     const uint4* s4 = reinterpret_cast<const uint4*>(src);
     uint4* d4 = reinterpret_cast<uint4*>(dst);
     for (int s = 0; s < STAGES - 1; ++s) {
-        long long t = first + s * step;
-        if (t < ntiles) {
+        if (s < count) {
+            long long t = base + s * stride;
 #pragma unroll
             for (int k = 0; k < PT; ++k)
                 __pipeline_memcpy_async(&ring[s][k][tid], &s4[t * BLOCK * PT + k * BLOCK + tid], 16);
         }
         __pipeline_commit();
     }
-    long long i = 0;
-    for (long long t = first; t < ntiles; t += step, ++i) {
-        long long nt = t + (STAGES - 1) * step;
+    for (long long i = 0; i < count; ++i) {
+        long long t = base + i * stride;
         int slot = (int)((i + STAGES - 1) % STAGES);
-        if (nt < ntiles) {
+        if (i + STAGES - 1 < count) {
+            long long nt = t + (STAGES - 1) * stride;
 #pragma unroll
             for (int k = 0; k < PT; ++k)
                 __pipeline_memcpy_async(&ring[slot][k][tid], &s4[nt * BLOCK * PT + k * BLOCK + tid], 16);
@@ -50,18 +61,21 @@ staged_copy_k(const uint32_t* __restrict__ src, uint32_t* __restrict__ dst, long
 
 #define COPY_CASE(S, B, P)                                                        \
     if (stages == S && block == B && per_thread == P) {                           \
-        staged_copy_k<S, B, P><<<grid, B>>>((const uint32_t*)src, (uint32_t*)dst, n); \
+        staged_copy_k<S, B, P><<<grid, B>>>((const uint32_t*)src, (uint32_t*)dst, n, run); \
         return (int)cudaGetLastError();                                           \
     }
 
-// The configurations of staged_copy.SWEEP (stages, block, per_thread).
+// The configurations of staged_copy.SWEEP and RUN_SWEEP (stages, block, per_thread).
 extern "C" int twin_staged_copy(const void* src, void* dst, long long n, int stages, int block,
-                                int per_thread, int grid) {
+                                int per_thread, int grid, int run) {
     COPY_CASE(4, 256, 1)
     COPY_CASE(4, 256, 2)
     COPY_CASE(4, 128, 4)
     COPY_CASE(3, 256, 4)
     COPY_CASE(6, 128, 2)
+    COPY_CASE(3, 128, 2)
+    COPY_CASE(4, 128, 1)
+    COPY_CASE(4, 128, 2)
     return -1;  // configuration not instantiated
 }
 

@@ -94,7 +94,7 @@ class Twins:
     def __init__(self, so: Path):
         lib = ctypes.CDLL(str(so))
         P, I, LL, F = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong, ctypes.c_float
-        lib.twin_staged_copy.argtypes = [P, P, LL, I, I, I, I]
+        lib.twin_staged_copy.argtypes = [P, P, LL, I, I, I, I, I]
         lib.twin_sgemm.argtypes = [P, P, P, I, I, I, I]
         lib.twin_stencil_async.argtypes = [P, P, I, I, F, F]
         lib.twin_stencil_plain.argtypes = [P, P, I, I, F, F]
@@ -114,9 +114,9 @@ class Twins:
             raise TwinError(f"{name}: CUDA error {rc}")
 
     def staged_copy(self, src: int, dst: int, n: int, stages: int, block: int, per_thread: int,
-                    grid: int) -> None:
+                    grid: int, run: int = 0) -> None:
         self._check("twin_staged_copy",
-                    self.lib.twin_staged_copy(src, dst, n, stages, block, per_thread, grid))
+                    self.lib.twin_staged_copy(src, dst, n, stages, block, per_thread, grid, run))
 
     def sgemm(self, at: int, b: int, c: int, M: int, N: int, K: int, stages: int) -> None:
         self._check("twin_sgemm", self.lib.twin_sgemm(at, b, c, M, N, K, stages))

@@ -1,7 +1,15 @@
 """Staged copy: global -> shared (cp.async) -> global, several stages in flight.
 
-A persistent grid walks tiles of ``block * per_thread * chunk_bytes`` bytes
-with a grid stride.  Each thread owns ``per_thread`` chunks of a tile (chunk
+The array is cut into tiles of ``block * per_thread * chunk_bytes`` bytes.
+Two ways to hand them to blocks (``run``):
+
+- ``run=0``: a persistent grid (:func:`grid_for`) walks the tiles with a grid
+  stride;
+- ``run=N``: block ``b`` copies the ``N`` consecutive tiles from ``b * N``
+  (grid :func:`grid_for_runs`).  On the H200 this reads and writes about 4 %
+  faster than the grid stride (each block streams its own contiguous run).
+
+Each thread owns ``per_thread`` chunks of a tile (chunk
 ``k * block + tid``, so every warp reads and writes whole 512-byte runs).  A
 ring of ``stages`` shared buffers keeps ``stages - 1`` tiles in flight: issue
 tile i+stages-1, commit, ``wait_group(stages-1)`` retires tile i, and the
@@ -40,12 +48,15 @@ SM_SMEM = 228 * 1024
 
 
 @lru_cache(maxsize=None)
-def make_staged_copy(stages: int = 4, chunk_bytes: int = 16, block: int = 256, per_thread: int = 2):
+def make_staged_copy(stages: int = 4, chunk_bytes: int = 16, block: int = 256, per_thread: int = 2,
+                     run: int = 0):
     """Python function ``staged_copy(src, dst)`` over uint32[::1] arrays
     (compile with ``cuda.jit(SIGNATURE)``; launch with ``block`` threads).
 
     ``stages`` (>= 2) shared buffers, ``chunk_bytes`` (4, 8 or 16) per
-    cp.async, ``per_thread`` chunks per thread and stage.
+    cp.async, ``per_thread`` chunks per thread and stage; ``run`` 0 for a
+    grid-stride walk over the tiles, else the tiles per block (launch with
+    :func:`grid_for_runs`: blocks past the last tile only help with the tail).
     """
     if stages < 2:
         raise ValueError("stages must be >= 2")
@@ -53,6 +64,8 @@ def make_staged_copy(stages: int = 4, chunk_bytes: int = 16, block: int = 256, p
         raise ValueError("chunk_bytes must be 4, 8 or 16")
     if per_thread < 1 or block < 32 or block % 32:
         raise ValueError("per_thread must be >= 1 and block a multiple of 32")
+    if run < 0:
+        raise ValueError("run must be 0 (grid stride) or the tiles per block")
     smem = smem_bytes(stages, chunk_bytes, block, per_thread)
     if smem > STATIC_SMEM_LIMIT:
         raise ValueError(f"the ring needs {smem} bytes of shared memory; static shared "
@@ -69,10 +82,19 @@ def make_staged_copy(stages: int = 4, chunk_bytes: int = 16, block: int = 256, p
         ntiles = n // tile
         first = cuda.blockIdx.x
         step = cuda.gridDim.x
+        # the block's tiles: base + i * stride for i < count
+        if run:
+            base = first * run
+            stride = 1
+            count = min(run, ntiles - base) if base < ntiles else 0
+        else:
+            base = first
+            stride = step
+            count = (ntiles - base + step - 1) // step if base < ntiles else 0
         # prologue: stages-1 tiles in flight (empty groups keep the count right)
         for s in range(stages - 1):
-            t = first + s * step
-            if t < ntiles:
+            if s < count:
+                t = base + s * stride
                 for k in range(per_thread):
                     b = t * tile + (k * block + tid) * words
                     if vector:  # view4: no slice clamping in the address
@@ -80,12 +102,11 @@ def make_staged_copy(stages: int = 4, chunk_bytes: int = 16, block: int = 256, p
                     else:
                         ac.cp_async(ring[s, k, tid, :], src[b:b + words], chunk_bytes)
             ac.commit_group()
-        i = 0
-        t = first
-        while t < ntiles:
-            nt = t + (stages - 1) * step
+        for i in range(count):
+            t = base + i * stride
             slot = (i + stages - 1) % stages
-            if nt < ntiles:
+            if i + stages - 1 < count:
+                nt = t + (stages - 1) * stride
                 for k in range(per_thread):
                     b = nt * tile + (k * block + tid) * words
                     if vector:
@@ -102,8 +123,6 @@ def make_staged_copy(stages: int = 4, chunk_bytes: int = 16, block: int = 256, p
                 else:
                     for w in range(words):
                         dst[b + w] = ring[cur, k, tid, w]
-            i += 1
-            t += step
         ac.wait_all()
         # the tail past the last whole tile
         j = ntiles * tile + first * block + tid
@@ -134,5 +153,15 @@ def grid_for(stages: int = 4, chunk_bytes: int = 16, block: int = 256, per_threa
     return sms * max(1, per_sm)
 
 
-#: configurations the benchmark sweeps: (stages, chunk_bytes, block, per_thread)
+def grid_for_runs(n: int, chunk_bytes: int = 16, block: int = 256, per_thread: int = 2,
+                  run: int = 8) -> int:
+    """The grid for ``run`` tiles per block over ``n`` uint32 words."""
+    ntiles = n // tile_words(chunk_bytes, block, per_thread)
+    return max(1, (ntiles + run - 1) // run)
+
+
+#: configurations the benchmark sweeps: (stages, chunk_bytes, block, per_thread),
+#: a persistent grid with a grid stride
 SWEEP = ((4, 16, 256, 1), (4, 16, 256, 2), (4, 16, 128, 4), (3, 16, 256, 4), (6, 16, 128, 2))
+#: and (stages, chunk_bytes, block, per_thread, run): ``run`` tiles per block
+RUN_SWEEP = ((3, 16, 128, 2, 4), (4, 16, 128, 1, 16), (4, 16, 128, 2, 8), (4, 16, 256, 1, 8))

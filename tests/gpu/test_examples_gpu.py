@@ -147,6 +147,24 @@ def twins(tmp_path_factory):
         pytest.fail(str(e))
 
 
+RUN_CONFIGS = list(sc.RUN_SWEEP) + [(3, 8, 128, 2, 5), (2, 4, 64, 3, 1)]
+
+
+@pytest.mark.parametrize("cfg", RUN_CONFIGS, ids=lambda c: "s{}_c{}_b{}_p{}_r{}".format(*c))
+@pytest.mark.parametrize("checked", [False, True])
+def test_staged_copy_runs(cfg, checked):
+    stages, chunk, block, pt, run = cfg
+    tile = sc.tile_words(chunk, block, pt)
+    # whole runs, a partial last run and a tail; one spare block (tail only)
+    n = tile * (run * int(rng.integers(2, 5)) + int(rng.integers(1, run + 1))) + int(rng.integers(1, tile))
+    src = rng.integers(0, 2**32, n, dtype=np.uint32)
+    with ac.checked_mode(checked):
+        kernel = cuda.jit(sc.SIGNATURE)(sc.make_staged_copy(stages, chunk, block, pt, run))
+    d_dst = cuda.to_device(poisoned(n, np.uint32))
+    kernel[sc.grid_for_runs(n, chunk, block, pt, run) + 1, block](cuda.to_device(src), d_dst)
+    np.testing.assert_array_equal(d_dst.copy_to_host(), src)
+
+
 def _ptr(a):
     return a.__cuda_array_interface__["data"][0]
 
@@ -160,6 +178,21 @@ def test_twins_match_numpy(twins):
         twins.staged_copy(_ptr(d_src), _ptr(d_dst), n, stages, block, pt, 2)
         cuda.synchronize()
         np.testing.assert_array_equal(d_dst.copy_to_host(), src)
+    for stages, chunk, block, pt, run in sc.RUN_SWEEP:
+        n = sc.tile_words(chunk, block, pt) * (2 * run + 1) + 77
+        src = rng.integers(0, 2**32, n, dtype=np.uint32)
+        d_src, d_dst = cuda.to_device(src), cuda.to_device(poisoned(n, np.uint32))
+        grid = sc.grid_for_runs(n, chunk, block, pt, run)
+        twins.staged_copy(_ptr(d_src), _ptr(d_dst), n, stages, block, pt, grid, run)
+        cuda.synchronize()
+        np.testing.assert_array_equal(d_dst.copy_to_host(), src)
+    # the plain stencil twin without __restrict__ (a benchmark info row)
+    H, W = 33, 100
+    u = rng.uniform(-1, 1, (H, W)).astype(np.float32)
+    d_u, d_out = cuda.to_device(u), cuda.to_device(poisoned((H, W), np.float32))
+    twins.stencil_plain_norestrict(_ptr(d_u), _ptr(d_out), H, W, 0.5, 0.125)
+    cuda.synchronize()
+    np.testing.assert_allclose(d_out.copy_to_host(), st.reference(u, 0.5, 0.125), rtol=0, atol=2e-6)
     # sgemm
     M, N, K = 128, 256, 40
     AT = rng.uniform(-1, 1, (K, M)).astype(np.float32)

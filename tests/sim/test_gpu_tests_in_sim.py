@@ -55,3 +55,9 @@ from ..gpu import test_examples_gpu as _ex  # noqa: E402
 @pytest.mark.parametrize("shape", _ex.STENCIL_SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_stencil_plain(shape):
     _ex.test_stencil("plain", shape)
+
+
+def test_staged_copy_runs():
+    # run mode (tiles per block) under the worst-case schedule: small shapes
+    _ex.test_staged_copy_runs((2, 4, 64, 3, 1), False)
+    _ex.test_staged_copy_runs((3, 8, 64, 1, 2), False)
