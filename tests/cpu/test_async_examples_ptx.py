@@ -25,9 +25,9 @@ CC = (9, 0, "a")
 
 
 @lru_cache(maxsize=None)
-def ptx(kind, stages, shape):
+def ptx(kind, stages, shape, run=0):
     if kind == "bulk":
-        return cuda.compile_ptx(bc.make_bulk_copy(stages, shape), bc.SIGNATURE, cc=CC)[0]
+        return cuda.compile_ptx(bc.make_bulk_copy(stages, shape, run), bc.SIGNATURE, cc=CC)[0]
     return cuda.compile_ptx(tc.make_tma_copy(stages, shape), tc.SIGNATURE, cc=CC)[0]
 
 
@@ -42,13 +42,17 @@ def sass_of(text):
     return ops
 
 
-def common_ring_checks(text, stages, loads, store):
+def common_ring_checks(text, stages, loads, store, run=0):
     """The ring: stages barriers, stages + 1 loads (prologue unrolled, refill),
-    one store, the read wait before a refill, the full wait before exit."""
+    one store, the read wait before a refill, the full wait before exit.  A
+    run shorter than the ring (``run < stages``): NVVM drops the prologue
+    loads past ``run`` (``s < count <= run``) but keeps the refill, which it
+    does not prove dead; so ``run + 1`` loads."""
+    nloads = (min(run, stages) if run else stages) + 1
     assert len(instructions(text, r"mbarrier\.init\.shared\.b64")) == stages
-    assert len(instructions(text, loads)) == stages + 1
+    assert len(instructions(text, loads)) == nloads
     assert len(instructions(text, store)) == 1
-    assert len(instructions(text, r"mbarrier\.arrive\.expect_tx")) == stages + 1
+    assert len(instructions(text, r"mbarrier\.arrive\.expect_tx")) == nloads
     assert len(instructions(text, r"mbarrier\.try_wait\.parity")) == 1
     assert instructions(text, r"cp\.async\.bulk\.wait_group") == [
         "cp.async.bulk.wait_group.read 1", "cp.async.bulk.wait_group 0"]
@@ -58,12 +62,15 @@ def common_ring_checks(text, stages, loads, store):
     assert "ld.local" not in text and "st.local" not in text
 
 
-@pytest.mark.parametrize("cfg", bc.SWEEP, ids=lambda c: "s{}_c{}".format(*c))
+# the persistent sweep, the run-mode sweep, and a run shorter than the ring
+@pytest.mark.parametrize("cfg", bc.SWEEP + bc.RUN_SWEEP + ((4, 4096, 3),),
+                         ids=lambda c: "s{}_c{}".format(*c) + (f"_r{c[2]}" if len(c) > 2 else ""))
 def test_bulk_copy_ptx_and_sass(cfg):
-    stages, chunk = cfg
-    text = ptx("bulk", stages, chunk)
+    stages, chunk = cfg[:2]
+    text = ptx("bulk", *cfg)
     loads = r"cp\.async\.bulk\.shared::(cta|cluster)\.global\.mbarrier::complete_tx::bytes"
-    common_ring_checks(text, stages, loads, r"cp\.async\.bulk\.global\.shared::cta\.bulk_group")
+    common_ring_checks(text, stages, loads, r"cp\.async\.bulk\.global\.shared::cta\.bulk_group",
+                       run=cfg[2] if len(cfg) > 2 else 0)
     # every copy moves one whole chunk: the size operand is the constant chunk
     for inst in instructions(text, r"cp\.async\.bulk\.(shared|global)"):
         size = inst.split(", ")[2]
@@ -89,6 +96,19 @@ def test_tma_copy_ptx_and_sass(cfg):
     assert ops.count("UTMACCTL.PF") == 2
 
 
+def test_bulk_copy_runs_grid():
+    words = bc.tile_words(4096)
+    assert bc.grid_for_runs(words * 64, 4096, 16) == 4
+    assert bc.grid_for_runs(words * 65 + 3, 4096, 16) == 5  # a partial last run
+    assert bc.grid_for_runs(words - 1, 4096, 16) == 1  # tail only
+    with pytest.raises(ValueError, match="run must be 0"):
+        bc.make_bulk_copy(4, 4096, -1)
+    with pytest.raises(ValueError, match="run must be >= 1"):
+        bc.grid_for_runs(words, 4096, 0)
+    # the run-mode kernel is a different kernel from the persistent one
+    assert bc.make_bulk_copy(4, 4096, 8) is not bc.make_bulk_copy(4, 4096)
+
+
 def test_factories_reject_bad_parameters():
     with pytest.raises(ValueError, match="stages must be >= 2"):
         bc.make_bulk_copy(1, 4096)
@@ -109,7 +129,7 @@ def test_factories_reject_bad_parameters():
     assert bc.smem_bytes(4, 8192) == 4 * 8192 + 32
     assert bc.grid_for(4, 8192, sms=132) == 132 * 6
     assert tc.grid_for(5, (32, 64), sms=132) == 132 * 5
-    for stages, chunk in bc.SWEEP:
+    for stages, chunk, *_ in bc.SWEEP + bc.RUN_SWEEP:
         bc.check_config(stages, chunk)
     for stages, box in tc.SWEEP:
         tc.check_config(stages, box)
@@ -143,7 +163,7 @@ def test_twins_bulk_source_compiles():
                               capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     # every configuration the benchmark sweeps is instantiated
-    for stages, chunk in bc.SWEEP:
+    for stages, chunk, *_ in bc.SWEEP + bc.RUN_SWEEP:
         assert f"bulk_copy_kILi{stages}ELi{chunk}E" in proc.stderr
     for stages, (r, c) in tc.SWEEP:
         assert f"tma_copy_kILi{stages}ELi{r}ELi{c}E" in proc.stderr
