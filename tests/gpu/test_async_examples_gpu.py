@@ -43,7 +43,7 @@ def kernel(kind, stages, shape, checked=False, run=0):
             if kind == "bulk":
                 _kernels[key] = cuda.jit(bc.SIGNATURE)(bc.make_bulk_copy(stages, shape, run))
             else:
-                _kernels[key] = cuda.jit(tc.SIGNATURE)(tc.make_tma_copy(stages, shape))
+                _kernels[key] = cuda.jit(tc.SIGNATURE)(tc.make_tma_copy(stages, shape, run))
     return _kernels[key]
 
 
@@ -143,6 +143,38 @@ def test_tma_copy(cfg, checked):
         np.testing.assert_array_equal(d_dst.copy_to_host(), src, err_msg=f"shape {(rows, cols)}")
 
 
+# run mode: the benchmark's run sweep, a run shorter than the ring, runs of one box
+TMA_RUN_CONFIGS = list(tc.RUN_SWEEP) + [(4, (32, 64), 2), (3, (8, 4), 1), (2, (8, 16), 5)]
+TMA_RUN_CASES = [(c, False) for c in TMA_RUN_CONFIGS] + [((4, (32, 64), 2), True)]
+
+
+def tma_run_shape(box, run):
+    """A shape of ``run_tiles(run)`` boxes (whole runs and a partial last
+    run), partial boxes on both axes where the box allows."""
+    br, bc_ = box
+    boxes = run_tiles(run)
+    # box columns per box row: a divisor of the box count, at least 2 where it can be
+    tiles_c = next(d for d in (3, 2, 5, 7, 1) if boxes % d == 0)
+    rows = br * (boxes // tiles_c - 1) + (int(rng.integers(1, br + 1)))
+    cols = bc_ * (tiles_c - 1) + 4 * int(rng.integers(1, bc_ // 4 + 1))
+    return rows, cols
+
+
+@pytest.mark.parametrize("cfg,checked", TMA_RUN_CASES,
+                         ids=["s{}_b{}x{}_r{}".format(c[0], *c[1], c[2]) + ("_checked" if k else "")
+                              for c, k in TMA_RUN_CASES])
+def test_tma_copy_runs(cfg, checked):
+    stages, box, run = cfg
+    k = kernel("tma", stages, box, checked, run)
+    for rows, cols in (tma_run_shape(box, run), (max(1, box[0] // 2), 4)):
+        src = random_words((rows, cols))
+        d_src, d_dst = cuda.to_device(src), cuda.to_device(poisoned((rows, cols)))
+        smap, dmap = tc.make_maps(d_src, d_dst, box)
+        # one spare block: no boxes (count 0), it exits at once
+        k[tc.grid_for_runs(rows, cols, box, run) + 1, tc.BLOCK](smap, dmap, rows, cols)
+        np.testing.assert_array_equal(d_dst.copy_to_host(), src, err_msg=f"shape {(rows, cols)}")
+
+
 def test_tma_copy_persistent_grid_float_data_and_strided_views():
     stages, box = tc.SWEEP[0]
     sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
@@ -219,3 +251,14 @@ def test_tma_twin_matches_the_source(twins):
         twins.tma_copy(_ptr(smap), _ptr(dmap), rows, cols, stages, box, 3)
         cuda.synchronize()
         np.testing.assert_array_equal(d_dst.copy_to_host(), src, err_msg=f"{(stages, box)}")
+    # run mode: (run + 1) x 3 boxes (partial on both axes): 3 whole runs and a
+    # partial one of 3 boxes; one spare block
+    for stages, box, run in tc.RUN_SWEEP:
+        rows, cols = box[0] * run + 3, box[1] * 2 + 8
+        src = random_words((rows, cols))
+        d_src, d_dst = cuda.to_device(src), cuda.to_device(poisoned((rows, cols)))
+        smap, dmap = tc.make_maps(d_src, d_dst, box)
+        grid = tc.grid_for_runs(rows, cols, box, run) + 1
+        twins.tma_copy(_ptr(smap), _ptr(dmap), rows, cols, stages, box, grid, run)
+        cuda.synchronize()
+        np.testing.assert_array_equal(d_dst.copy_to_host(), src, err_msg=f"{(stages, box, run)}")

@@ -72,3 +72,11 @@ def test_bulk_copy_runs():
     _aex.test_bulk_copy_runs((3, 64, 2), False)
     _aex.test_bulk_copy_runs((3, 16, 1), False)
     _aex.test_bulk_copy_runs((2, 64, 5), False)
+
+
+def test_tma_copy_runs():
+    # the TMA example in run mode: a run shorter than the ring, runs of one
+    # box, a partial last run, a spare block
+    _aex.test_tma_copy_runs((3, (8, 4), 2), False)
+    _aex.test_tma_copy_runs((3, (8, 4), 1), False)
+    _aex.test_tma_copy_runs((2, (8, 16), 5), False)
