@@ -9,7 +9,8 @@ the same number of bytes) and with each other.
 Each suite first runs its kernel in checked mode on a small input: checked
 mode bounds every mbarrier wait, so a pipeline bug traps (and is recorded)
 instead of hanging the suite.  Then it sweeps the example's configurations
-briefly, times the fastest fully, and runs the CUDA C++ twin
+briefly (``SWEEP``: persistent grid-stride grids; ``RUN_SWEEP``: ``run``
+consecutive tiles per block, keys ending ``_r{run}``), times the fastest fully, and runs the CUDA C++ twin
 (``twins_bulk.cu``) in that same configuration.  Every row checks its
 output (poisoned first) against the fresh random source before timing.
 
@@ -50,8 +51,8 @@ class _Twin:
     def __init__(self, twins):
         lib = twins.lib
         P, I, LL = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
-        lib.twin_bulk_copy.argtypes = [P, P, LL, I, I, I]
-        lib.twin_tma_copy.argtypes = [P, P, LL, LL, I, I, I, I]
+        lib.twin_bulk_copy.argtypes = [P, P, LL, I, I, I, I]
+        lib.twin_tma_copy.argtypes = [P, P, LL, LL, I, I, I, I, I]
         lib.twin_bulk_copy.restype = lib.twin_tma_copy.restype = I
         self.lib = lib
 
@@ -64,13 +65,14 @@ class _Twin:
         if rc:
             raise TwinError(f"{name}: CUDA error {rc}")
 
-    def bulk_copy(self, src: int, dst: int, n: int, stages: int, chunk_bytes: int, grid: int) -> None:
-        self._check("twin_bulk_copy", self.lib.twin_bulk_copy(src, dst, n, stages, chunk_bytes, grid))
+    def bulk_copy(self, src: int, dst: int, n: int, stages: int, chunk_bytes: int, grid: int,
+                  run: int = 0) -> None:
+        self._check("twin_bulk_copy", self.lib.twin_bulk_copy(src, dst, n, stages, chunk_bytes, grid, run))
 
     def tma_copy(self, src_map: int, dst_map: int, rows: int, cols: int, stages: int,
-                 box: tuple[int, int], grid: int) -> None:
+                 box: tuple[int, int], grid: int, run: int = 0) -> None:
         self._check("twin_tma_copy", self.lib.twin_tma_copy(src_map, dst_map, rows, cols, stages,
-                                                            box[0], box[1], grid))
+                                                            box[0], box[1], grid, run))
 
 
 def _copy_check(src, dst) -> Callable[[Callable[[], None]], Callable[[], str]]:
@@ -136,7 +138,8 @@ BULK_LABELS = {"numba_bulk_copy": "bulk copy (cp.async.bulk on mbarriers)",
 
 
 def _bulk_smoke() -> str:
-    """Checked mode, small input, two configurations: traps instead of hanging."""
+    """Checked mode, small input, three configurations (one in run mode):
+    traps instead of hanging."""
     from numba import cuda
 
     import numba_asynccopy as ac
@@ -146,14 +149,16 @@ def _bulk_smoke() -> str:
     rng = np.random.default_rng()
     a = rng.integers(0, 2**32, SMOKE_BULK_WORDS, dtype=np.uint32)
     d_a = cuda.to_device(a)
-    for stages, chunk in ((4, 8192), (2, 4096)):
+    # run mode: 168 tiles in runs of 16 (the last partial), one spare block
+    for stages, chunk, run in ((4, 8192, 0), (2, 4096, 0), (4, 4096, 16)):
         with ac.checked_mode(True):
-            kern = cuda.jit(bc.SIGNATURE)(bc.make_bulk_copy(stages, chunk))
+            kern = cuda.jit(bc.SIGNATURE)(bc.make_bulk_copy(stages, chunk, run))
         out = cuda.to_device(np.full_like(a, 0xFFC00000))
-        kern[5, bc.BLOCK](d_a, out)
+        grid = bc.grid_for_runs(a.size, chunk, run) + 1 if run else 5
+        kern[grid, bc.BLOCK](d_a, out)
         got = out.copy_to_host()
         if not np.array_equal(got, a):
-            raise AssertionError(f"checked-mode smoke test ({stages}, {chunk}): "
+            raise AssertionError(f"checked-mode smoke test ({stages}, {chunk}, run {run}): "
                                  f"{int((got != a).sum())} words differ")
     return "ok"
 
@@ -179,19 +184,21 @@ def suite_bulk(r: "Recorder") -> None:
     check = _copy_check(src, dst)
     _torch_row(r, "torch_copy_bulk", src, dst, nbytes, check)
 
-    def entry(stages, chunk):
-        key = f"bulk_copy_sweep_s{stages}_c{chunk}"
-        grid = bc.grid_for(stages, chunk, sms)
+    def entry(stages, chunk, run=0):
+        # run 0: the persistent grid (blocks_per_sm a multiprocessor); run N: a block a run
+        key = f"bulk_copy_sweep_s{stages}_c{chunk}" + (f"_r{run}" if run else "")
+        grid = bc.grid_for_runs(n, chunk, run) if run else bc.grid_for(stages, chunk, sms)
 
         def make_launch():
-            kern = cuda.jit(bc.SIGNATURE)(bc.make_bulk_copy(stages, chunk))
+            kern = cuda.jit(bc.SIGNATURE)(bc.make_bulk_copy(stages, chunk, run))
             r.dump_code(key, kern)
             return lambda: kern[grid, bc.BLOCK](src, dst)
-        config = {"stages": stages, "chunk_bytes": chunk, "block": bc.BLOCK, "grid": grid,
+        config = {"stages": stages, "chunk_bytes": chunk, "run": run, "block": bc.BLOCK, "grid": grid,
                   "blocks_per_sm": bc.blocks_per_sm(stages, chunk)}
-        return key, f"bulk copy sweep (stages {stages}, chunk {chunk} B)", config, make_launch
+        label = f"bulk copy sweep (stages {stages}, chunk {chunk} B" + (f", run {run})" if run else ")")
+        return key, label, config, make_launch
 
-    best = _sweep(r, [entry(*cfg) for cfg in bc.SWEEP], nbytes, check)
+    best = _sweep(r, [entry(*cfg) for cfg in tuple(bc.SWEEP) + tuple(bc.RUN_SWEEP)], nbytes, check)
     if best is None:
         _fail_all(r, "bulk", BULK_LABELS, "error: no configuration of the sweep ran (see the sweep rows)")
         return
@@ -202,7 +209,7 @@ def suite_bulk(r: "Recorder") -> None:
     try:
         tw = _Twin(r.twins())
         twin = lambda: tw.bulk_copy(ptr(src), ptr(dst), n, config["stages"],  # noqa: E731
-                                    config["chunk_bytes"], config["grid"])
+                                    config["chunk_bytes"], config["grid"], config["run"])
         r.measure("twin_bulk_copy", BULK_LABELS["twin_bulk_copy"], "cuda-c++", "TB/s", nbytes, twin,
                   check(twin), config=config)
     except Exception as e:
@@ -227,15 +234,17 @@ def _tma_smoke() -> str:
     rows, cols = SMOKE_TMA_SHAPE
     a = rng.integers(0, 2**32, (rows, cols), dtype=np.uint32)
     d_a = cuda.to_device(a)
-    for stages, box in ((4, (32, 64)), (2, (16, 128))):
+    # run mode: 77 boxes in runs of 16 (the last partial), one spare block
+    for stages, box, run in ((4, (32, 64), 0), (2, (16, 128), 0), (4, (32, 64), 16)):
         with ac.checked_mode(True):
-            kern = cuda.jit(tc.SIGNATURE)(tc.make_tma_copy(stages, box))
+            kern = cuda.jit(tc.SIGNATURE)(tc.make_tma_copy(stages, box, run))
         out = cuda.to_device(np.full_like(a, 0xFFC00000))
         smap, dmap = tc.make_maps(d_a, out, box)
-        kern[5, tc.BLOCK](smap, dmap, rows, cols)
+        grid = tc.grid_for_runs(rows, cols, box, run) + 1 if run else 5
+        kern[grid, tc.BLOCK](smap, dmap, rows, cols)
         got = out.copy_to_host()
         if not np.array_equal(got, a):
-            raise AssertionError(f"checked-mode smoke test ({stages}, {box}): "
+            raise AssertionError(f"checked-mode smoke test ({stages}, {box}, run {run}): "
                                  f"{int((got != a).sum())} words differ")
     return "ok"
 
@@ -263,23 +272,25 @@ def suite_tma(r: "Recorder") -> None:
     _torch_row(r, "torch_copy_tma", src, dst, nbytes, check)
     maps = {}
 
-    def entry(stages, box):
-        key = f"tma_copy_sweep_s{stages}_b{box[0]}x{box[1]}"
-        grid = tc.grid_for(stages, box, sms)
+    def entry(stages, box, run=0):
+        # run 0: the persistent grid (blocks_per_sm a multiprocessor); run N: a block a run
+        key = f"tma_copy_sweep_s{stages}_b{box[0]}x{box[1]}" + (f"_r{run}" if run else "")
+        grid = tc.grid_for_runs(rows, cols, box, run) if run else tc.grid_for(stages, box, sms)
 
         def make_launch():
-            kern = cuda.jit(tc.SIGNATURE)(tc.make_tma_copy(stages, box))
+            kern = cuda.jit(tc.SIGNATURE)(tc.make_tma_copy(stages, box, run))
             r.dump_code(key, kern)
             if box not in maps:
                 maps[box] = tc.make_maps(src, dst, box)
             # the maps' device buffers: no per-launch interface conversion
             sm, dm = (m.device for m in maps[box])
             return lambda: kern[grid, tc.BLOCK](sm, dm, rows, cols)
-        config = {"stages": stages, "box": list(box), "block": tc.BLOCK, "grid": grid,
+        config = {"stages": stages, "box": list(box), "run": run, "block": tc.BLOCK, "grid": grid,
                   "blocks_per_sm": tc.blocks_per_sm(stages, box), "shape": [rows, cols]}
-        return key, f"TMA copy sweep (stages {stages}, box {box[0]}x{box[1]})", config, make_launch
+        label = f"TMA copy sweep (stages {stages}, box {box[0]}x{box[1]}" + (f", run {run})" if run else ")")
+        return key, label, config, make_launch
 
-    best = _sweep(r, [entry(*cfg) for cfg in tc.SWEEP], nbytes, check)
+    best = _sweep(r, [entry(*cfg) for cfg in tuple(tc.SWEEP) + tuple(tc.RUN_SWEEP)], nbytes, check)
     if best is None:
         _fail_all(r, "tma", TMA_LABELS, "error: no configuration of the sweep ran (see the sweep rows)")
         return
@@ -292,7 +303,7 @@ def suite_tma(r: "Recorder") -> None:
         box = tuple(config["box"])
         sm, dm = (ptr(m) for m in maps[box])
         twin = lambda: tw.tma_copy(sm, dm, rows, cols, config["stages"], box,  # noqa: E731
-                                   config["grid"])
+                                   config["grid"], config["run"])
         r.measure("twin_tma_copy", TMA_LABELS["twin_tma_copy"], "cuda-c++", "TB/s", nbytes, twin,
                   check(twin), config=config)
     except Exception as e:

@@ -95,35 +95,47 @@ __device__ __forceinline__ void tma_store_2d(const void* map, int c0, int c1, co
 }
 
 // --- bulk copy ------------------------------------------------------------------
-// Mirror of examples/bulk_copy.py: one thread per block runs the ring.
+// Mirror of examples/bulk_copy.py: one thread per block runs the ring; the
+// block's tiles are base + i * stride for i < count (run 0: grid stride; run
+// N: tiles b*N .. b*N+N-1); slot and parity follow the block-local i.
 template <int STAGES, int CHUNK>
 __global__ void __launch_bounds__(32) bulk_copy_k(const uint32_t* __restrict__ src, uint32_t* __restrict__ dst,
-                                                  long long n) {
+                                                  long long n, int run) {
     constexpr long long WORDS = CHUNK / 4;
     __shared__ __align__(128) uint32_t ring[STAGES][WORDS];
     __shared__ __align__(8) uint64_t full[STAGES];
     const long long ntiles = n / WORDS;
     const long long first = blockIdx.x, step = gridDim.x;
+    long long base, stride, count;
+    if (run) {
+        base = first * run;
+        stride = 1;
+        count = base < ntiles ? (run < ntiles - base ? run : ntiles - base) : 0;
+    } else {
+        base = first;
+        stride = step;
+        count = base < ntiles ? (ntiles - base + step - 1) / step : 0;
+    }
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);
         fence_proxy_async_shared();
         for (int s = 0; s < STAGES; ++s) {
-            long long t = first + s * step;
-            if (t < ntiles) {
+            if (s < count) {
+                long long t = base + s * stride;
                 mbar_arrive_expect_tx(&full[s], CHUNK);
                 bulk_g2s(ring[s], src + t * WORDS, CHUNK, &full[s]);
             }
         }
-        long long i = 0;
-        for (long long t = first; t < ntiles; t += step, ++i) {
+        for (long long i = 0; i < count; ++i) {
+            long long t = base + i * stride;
             int slot = (int)(i % STAGES);
             mbar_wait_parity(&full[slot], (uint32_t)((i / STAGES) & 1));
             bulk_s2g(dst + t * WORDS, ring[slot], CHUNK);
             bulk_commit();
             if (i > 0) {
                 bulk_wait_read<1>();
-                long long nt = t + (STAGES - 1) * step;
-                if (nt < ntiles) {
+                if (i + STAGES - 1 < count) {
+                    long long nt = t + (STAGES - 1) * stride;
                     int prev = (int)((i - 1) % STAGES);
                     mbar_arrive_expect_tx(&full[prev], CHUNK);
                     bulk_g2s(ring[prev], src + nt * WORDS, CHUNK, &full[prev]);
@@ -137,17 +149,29 @@ __global__ void __launch_bounds__(32) bulk_copy_k(const uint32_t* __restrict__ s
 }
 
 // --- TMA tile copy -----------------------------------------------------------------
-// Mirror of examples/tma_copy.py: 2-D boxes of BR x BC 4-byte elements.
+// Mirror of examples/tma_copy.py: 2-D boxes of BR x BC 4-byte elements,
+// numbered row-major; the block's boxes are base + i * stride for i < count
+// (run 0: grid stride; run N: boxes b*N .. b*N+N-1).
 template <int STAGES, int BR, int BC>
 __global__ void __launch_bounds__(32) tma_copy_k(const uint64_t* src_map, const uint64_t* dst_map, long long rows,
-                                                 long long cols) {
+                                                 long long cols, int run) {
     constexpr uint32_t BYTES = BR * BC * 4;
     __shared__ __align__(128) uint32_t ring[STAGES][BR][BC];
     __shared__ __align__(8) uint64_t full[STAGES];
     const long long tiles_c = (cols + BC - 1) / BC;
     const long long ntiles = ((rows + BR - 1) / BR) * tiles_c;
     const long long first = blockIdx.x, step = gridDim.x;
-    if (threadIdx.x == 0 && first < ntiles) {
+    long long base, stride, count;
+    if (run) {
+        base = first * run;
+        stride = 1;
+        count = base < ntiles ? (run < ntiles - base ? run : ntiles - base) : 0;
+    } else {
+        base = first;
+        stride = step;
+        count = base < ntiles ? (ntiles - base + step - 1) / step : 0;
+    }
+    if (threadIdx.x == 0 && count > 0) {
         for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);
         fence_proxy_async_shared();
         tensormap_fence(src_map);
@@ -155,15 +179,15 @@ __global__ void __launch_bounds__(32) tma_copy_k(const uint64_t* src_map, const 
         tensormap_prefetch(src_map);
         tensormap_prefetch(dst_map);
         for (int s = 0; s < STAGES; ++s) {
-            long long t = first + s * step;
-            if (t < ntiles) {
+            if (s < count) {
+                long long t = base + s * stride;
                 long long tr = t / tiles_c;
                 mbar_arrive_expect_tx(&full[s], BYTES);
                 tma_load_2d(ring[s], src_map, (int)((t - tr * tiles_c) * BC), (int)(tr * BR), &full[s]);
             }
         }
-        long long i = 0;
-        for (long long t = first; t < ntiles; t += step, ++i) {
+        for (long long i = 0; i < count; ++i) {
+            long long t = base + i * stride;
             int slot = (int)(i % STAGES);
             mbar_wait_parity(&full[slot], (uint32_t)((i / STAGES) & 1));
             long long tr = t / tiles_c;
@@ -171,8 +195,8 @@ __global__ void __launch_bounds__(32) tma_copy_k(const uint64_t* src_map, const 
             bulk_commit();
             if (i > 0) {
                 bulk_wait_read<1>();
-                long long nt = t + (STAGES - 1) * step;
-                if (nt < ntiles) {
+                if (i + STAGES - 1 < count) {
+                    long long nt = t + (STAGES - 1) * stride;
                     int prev = (int)((i - 1) % STAGES);
                     long long nr = nt / tiles_c;
                     mbar_arrive_expect_tx(&full[prev], BYTES);
@@ -186,33 +210,37 @@ __global__ void __launch_bounds__(32) tma_copy_k(const uint64_t* src_map, const 
 
 }  // namespace bulk_twin
 
-#define BULK_CASE(S, C)                                                                        \
-    if (stages == S && chunk_bytes == C) {                                                     \
-        bulk_twin::bulk_copy_k<S, C><<<grid, 32>>>((const uint32_t*)src, (uint32_t*)dst, n); \
-        return (int)cudaGetLastError();                                                        \
+#define BULK_CASE(S, C)                                                                             \
+    if (stages == S && chunk_bytes == C) {                                                          \
+        bulk_twin::bulk_copy_k<S, C><<<grid, 32>>>((const uint32_t*)src, (uint32_t*)dst, n, run); \
+        return (int)cudaGetLastError();                                                             \
     }
 
-// The configurations of bulk_copy.SWEEP (stages, chunk_bytes).
-extern "C" int twin_bulk_copy(const void* src, void* dst, long long n, int stages, int chunk_bytes, int grid) {
+// The configurations of bulk_copy.SWEEP and RUN_SWEEP (stages, chunk_bytes);
+// run 0: grid stride, else the tiles per block.
+extern "C" int twin_bulk_copy(const void* src, void* dst, long long n, int stages, int chunk_bytes, int grid,
+                              int run) {
     BULK_CASE(4, 8192)
     BULK_CASE(5, 8192)
     BULK_CASE(8, 4096)
     BULK_CASE(3, 12288)
     BULK_CASE(2, 16384)
     BULK_CASE(6, 4096)
+    BULK_CASE(4, 4096)
     return -1;
 }
 
 #define TMA_CASE(S, R, C)                                                                                 \
     if (stages == S && box_rows == R && box_cols == C) {                                                  \
         bulk_twin::tma_copy_k<S, R, C><<<grid, 32>>>((const uint64_t*)src_map, (const uint64_t*)dst_map, \
-                                                     rows, cols);                                         \
+                                                     rows, cols, run);                                    \
         return (int)cudaGetLastError();                                                                   \
     }
 
-// The configurations of tma_copy.SWEEP (stages, (box rows, box cols)).
+// The configurations of tma_copy.SWEEP (stages, (box rows, box cols)); its
+// RUN_SWEEP uses the same shapes.  run 0: grid stride, else boxes per block.
 extern "C" int twin_tma_copy(const void* src_map, const void* dst_map, long long rows, long long cols, int stages,
-                             int box_rows, int box_cols, int grid) {
+                             int box_rows, int box_cols, int grid, int run) {
     TMA_CASE(4, 32, 64)
     TMA_CASE(5, 32, 64)
     TMA_CASE(2, 32, 128)

@@ -1,8 +1,18 @@
 """Bulk copy: global -> shared -> global with 1-D ``cp.async.bulk``, no registers.
 
-A persistent grid walks tiles of ``chunk_bytes`` bytes with a grid stride.
-In every block ONE thread runs the whole pipeline; the data never passes
-through registers:
+The array is cut into tiles of ``chunk_bytes`` bytes.  Two ways to hand
+them to blocks (``run``):
+
+- ``run=0``: a persistent grid (:func:`grid_for`, sized by
+  :func:`blocks_per_sm`) walks the tiles with a grid stride;
+- ``run=N``: block ``b`` copies the ``N`` consecutive tiles from ``b * N``
+  (grid :func:`grid_for_runs`; the last run may be partial, and blocks past
+  the last tile only help with the tail).
+
+Both are ``base + i * stride`` for the block-local tile counter
+``i < count``, and the ring's slot and parity follow ``i``.  In every block
+ONE thread runs the whole pipeline; the data never passes through
+registers:
 
 - a ring of ``stages`` shared chunks, each with a "full" mbarrier (one
   expected arrival: the issuing thread's ``arrive.expect_tx``, plus the
@@ -28,10 +38,15 @@ per SM.
 Example::
 
     from numba import cuda
-    from numba_asynccopy.examples.bulk_copy import BLOCK, SIGNATURE, grid_for, make_bulk_copy
+    from numba_asynccopy.examples.bulk_copy import (BLOCK, SIGNATURE, grid_for, grid_for_runs,
+                                                     make_bulk_copy)
 
     copy = cuda.jit(SIGNATURE)(make_bulk_copy(stages=4, chunk_bytes=8192))
     copy[grid_for(4, 8192), BLOCK](src, dst)      # src, dst: uint32[n] on the device
+
+    # or 8 consecutive tiles per block
+    runs = cuda.jit(SIGNATURE)(make_bulk_copy(stages=4, chunk_bytes=8192, run=8))
+    runs[grid_for_runs(n, 8192, 8), BLOCK](src, dst)
 """
 
 from __future__ import annotations
@@ -70,15 +85,26 @@ def check_config(stages: int, chunk_bytes: int) -> None:
 
 
 @lru_cache(maxsize=None)
-def make_bulk_copy(stages: int = 4, chunk_bytes: int = 8192):
+def make_bulk_copy(stages: int = 4, chunk_bytes: int = 8192, run: int = 0):
     """Python function ``bulk_copy(src, dst)`` over uint32[::1] arrays
     (compile with ``cuda.jit(SIGNATURE)``; launch with :data:`BLOCK` threads
-    and a grid from :func:`grid_for`).
+    and a grid from :func:`grid_for`, or :func:`grid_for_runs` when ``run``).
 
     ``stages`` (>= 2) shared chunks of ``chunk_bytes`` (a multiple of 16)
-    each; one bulk load and one bulk store per chunk.
+    each; one bulk load and one bulk store per chunk.  ``run`` 0 walks the
+    tiles with a grid stride; ``run`` N gives block ``b`` tiles ``b * N`` ..
+    ``b * N + N - 1`` (blocks past the last tile only help with the tail).
+    Any grid copies everything with ``run`` 0; with ``run`` N the grid needs
+    at least ``ceil(tiles / N)`` blocks (:func:`grid_for_runs`).
+
+    Example::
+
+        copy = cuda.jit(SIGNATURE)(make_bulk_copy(6, 4096, run=16))
+        copy[grid_for_runs(src.size, 4096, 16), BLOCK](src, dst)
     """
     check_config(stages, chunk_bytes)
+    if run < 0:
+        raise ValueError(f"run must be 0 (grid stride) or the tiles per block, got {run}")
     words = chunk_bytes // 4
 
     def bulk_copy(src, dst):
@@ -88,36 +114,41 @@ def make_bulk_copy(stages: int = 4, chunk_bytes: int = 8192):
         ntiles = n // words
         first = cuda.blockIdx.x
         step = cuda.gridDim.x
+        # the block's tiles: base + i * stride for i < count
+        if run:
+            base = first * run
+            stride = 1
+            count = min(run, ntiles - base) if base < ntiles else 0
+        else:
+            base = first
+            stride = step
+            count = (ntiles - base + step - 1) // step if base < ntiles else 0
         if cuda.threadIdx.x == 0:
             for s in range(stages):
                 ac.mbarrier_init(full[s:], 1)
             ac.fence_proxy_async("shared::cta")  # the inits, before the copy engine sees them
-            # prologue: fill the ring
+            # prologue: fill the ring (a block with fewer tiles than stages fills part of it)
             for s in range(stages):
-                t = first + s * step
-                if t < ntiles:
-                    b = t * words
+                if s < count:
+                    b = (base + s * stride) * words
                     ac.mbarrier_arrive_expect_tx(full[s:], chunk_bytes)
                     ac.cp_async_bulk_g2s(ring[s], src[b:b + words], full[s:])
-            i = 0
-            t = first
-            while t < ntiles:
+            for i in range(count):
+                # slot and parity from the block-local counter: slot i % stages
+                # is used for the (i // stages)-th time by this block
                 slot = i % stages
                 ac.mbarrier_wait_parity(full[slot:], (i // stages) & 1)
-                b = t * words
+                b = (base + i * stride) * words
                 ac.cp_async_bulk_s2g(dst[b:b + words], ring[slot])
                 ac.bulk_commit_group()
                 if i > 0:
                     # the store of tile i-1 has read its chunk: refill it with tile i-1+stages
                     ac.bulk_wait_group(1, read=True)
-                    nt = t + (stages - 1) * step
-                    if nt < ntiles:
+                    if i + stages - 1 < count:
                         prev = (i - 1) % stages
-                        nb = nt * words
+                        nb = (base + (i + stages - 1) * stride) * words
                         ac.mbarrier_arrive_expect_tx(full[prev:], chunk_bytes)
                         ac.cp_async_bulk_g2s(ring[prev], src[nb:nb + words], full[prev:])
-                i += 1
-                t += step
             ac.bulk_wait_group(0)  # no store may still read the ring when the block exits
         # the tail past the last whole tile
         j = ntiles * words + first * cuda.blockDim.x + cuda.threadIdx.x
@@ -146,5 +177,18 @@ def grid_for(stages: int = 4, chunk_bytes: int = 8192, sms: int = 132) -> int:
     return sms * blocks_per_sm(stages, chunk_bytes)
 
 
-#: configurations the benchmark sweeps: (stages, chunk_bytes)
+def grid_for_runs(n: int, chunk_bytes: int = 8192, run: int = 16) -> int:
+    """The grid for ``run`` tiles per block over ``n`` uint32 words: one block
+    per run, the last run possibly partial (no occupancy limit: blocks wait
+    for a multiprocessor like any non-persistent grid)."""
+    if run < 1:
+        raise ValueError(f"run must be >= 1 for a grid of runs, got {run}")
+    ntiles = n // tile_words(chunk_bytes)
+    return max(1, (ntiles + run - 1) // run)
+
+
+#: configurations the benchmark sweeps: (stages, chunk_bytes), a persistent
+#: grid with a grid stride
 SWEEP = ((4, 8192), (5, 8192), (8, 4096), (3, 12288), (2, 16384), (6, 4096))
+#: and (stages, chunk_bytes, run): ``run`` consecutive tiles per block
+RUN_SWEEP = ((8, 4096, 16), (6, 4096, 16), (4, 8192, 8), (4, 4096, 32))

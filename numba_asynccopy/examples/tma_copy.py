@@ -1,10 +1,20 @@
 """TMA tile copy: a 2-D tensor copied box by box through shared memory.
 
 Two :class:`numba_asynccopy.TensorMap` objects describe the source and the
-destination (same shape, 4-byte elements, the same ``box``).  A persistent
-grid walks the boxes of the tensor in row-major order with a grid stride;
-in every block ONE thread runs the pipeline (the data never passes through
-registers):
+destination (same shape, 4-byte elements, the same ``box``).  The boxes of
+the tensor are numbered in row-major order (linear box index ``t``: box row
+``t // tiles_c``, box column ``t % tiles_c``).  Two ways to hand them to
+blocks (``run``):
+
+- ``run=0``: a persistent grid (:func:`grid_for`) walks the boxes with a
+  grid stride;
+- ``run=N``: block ``b`` copies boxes ``b * N`` .. ``b * N + N - 1`` (grid
+  :func:`grid_for_runs`; the last run may be partial, blocks past the last
+  box exit at once).
+
+Both are ``base + i * stride`` for the block-local box counter ``i < count``,
+and the ring's slot and parity follow ``i``.  In every block ONE thread runs
+the pipeline (the data never passes through registers):
 
 - a ring of ``stages`` shared tiles of one box each, each with a "full"
   mbarrier;
@@ -29,12 +39,17 @@ Example::
 
     from numba import cuda
     import numba_asynccopy as ac
-    from numba_asynccopy.examples.tma_copy import BLOCK, SIGNATURE, grid_for, make_tma_copy
+    from numba_asynccopy.examples.tma_copy import (BLOCK, SIGNATURE, grid_for, grid_for_runs,
+                                                    make_tma_copy)
 
     stages, box = 4, (32, 64)
     copy = cuda.jit(SIGNATURE)(make_tma_copy(stages, box))
     smap, dmap = ac.TensorMap(src, box), ac.TensorMap(dst, box)   # src, dst: uint32[rows, cols]
     copy[grid_for(stages, box), BLOCK](smap, dmap, rows, cols)
+
+    # or 8 consecutive boxes per block
+    runs = cuda.jit(SIGNATURE)(make_tma_copy(stages, box, run=8))
+    runs[grid_for_runs(rows, cols, box, 8), BLOCK](smap, dmap, rows, cols)
 """
 
 from __future__ import annotations
@@ -83,14 +98,27 @@ def check_config(stages: int, box: tuple[int, int]) -> None:
 
 
 @lru_cache(maxsize=None)
-def make_tma_copy(stages: int = 4, box: tuple[int, int] = (32, 64)):
+def make_tma_copy(stages: int = 4, box: tuple[int, int] = (32, 64), run: int = 0):
     """Python function ``tma_copy(src_map, dst_map, rows, cols)``: copy a
     ``rows x cols`` tensor of 4-byte elements from ``src_map``'s tensor to
     ``dst_map``'s (compile with ``cuda.jit(SIGNATURE)``; both maps built with
-    this ``box``; launch with :data:`BLOCK` threads, grid from :func:`grid_for`).
+    this ``box``; launch with :data:`BLOCK` threads, grid from :func:`grid_for`,
+    or :func:`grid_for_runs` when ``run``).
+
+    ``run`` 0 walks the boxes with a grid stride (any grid copies
+    everything); ``run`` N gives block ``b`` the boxes ``b * N`` ..
+    ``b * N + N - 1`` in row-major box order (the grid needs at least
+    ``ceil(boxes / N)`` blocks; more exit at once).
+
+    Example::
+
+        copy = cuda.jit(SIGNATURE)(make_tma_copy(4, (8, 256), run=16))
+        copy[grid_for_runs(rows, cols, (8, 256), 16), BLOCK](smap, dmap, rows, cols)
     """
     box = tuple(int(b) for b in box)
     check_config(stages, box)
+    if run < 0:
+        raise ValueError(f"run must be 0 (grid stride) or the boxes per block, got {run}")
     BR, BC = box
     nbytes = box_bytes(box)
 
@@ -101,7 +129,16 @@ def make_tma_copy(stages: int = 4, box: tuple[int, int] = (32, 64)):
         ntiles = ((rows + BR - 1) // BR) * tiles_c
         first = cuda.blockIdx.x
         step = cuda.gridDim.x
-        if cuda.threadIdx.x == 0 and first < ntiles:
+        # the block's boxes: base + i * stride for i < count
+        if run:
+            base = first * run
+            stride = 1
+            count = min(run, ntiles - base) if base < ntiles else 0
+        else:
+            base = first
+            stride = step
+            count = (ntiles - base + step - 1) // step if base < ntiles else 0
+        if cuda.threadIdx.x == 0 and count > 0:
             for s in range(stages):
                 ac.mbarrier_init(full[s:], 1)
             ac.fence_proxy_async("shared::cta")  # the inits, before the copy engine sees them
@@ -110,18 +147,20 @@ def make_tma_copy(stages: int = 4, box: tuple[int, int] = (32, 64)):
             ac.fence_proxy_tensormap(dst_map)
             ac.prefetch_tensormap(src_map, fence=False)
             ac.prefetch_tensormap(dst_map, fence=False)
+            # prologue: fill the ring (a block with fewer boxes than stages fills part of it)
             for s in range(stages):
-                t = first + s * step
-                if t < ntiles:
+                if s < count:
+                    t = base + s * stride
                     tr = t // tiles_c
                     ac.mbarrier_arrive_expect_tx(full[s:], nbytes)
                     ac.cp_async_bulk_tensor_load(ring[s], src_map, (tr * BR, (t - tr * tiles_c) * BC),
                                                  full[s:], fence=False)
-            i = 0
-            t = first
-            while t < ntiles:
+            for i in range(count):
+                # slot and parity from the block-local counter: slot i % stages
+                # is used for the (i // stages)-th time by this block
                 slot = i % stages
                 ac.mbarrier_wait_parity(full[slot:], (i // stages) & 1)
+                t = base + i * stride
                 tr = t // tiles_c
                 ac.cp_async_bulk_tensor_store(dst_map, (tr * BR, (t - tr * tiles_c) * BC), ring[slot],
                                               fence=False)
@@ -129,15 +168,13 @@ def make_tma_copy(stages: int = 4, box: tuple[int, int] = (32, 64)):
                 if i > 0:
                     # the store of box i-1 has read its tile: refill it with box i-1+stages
                     ac.bulk_wait_group(1, read=True)
-                    nt = t + (stages - 1) * step
-                    if nt < ntiles:
+                    if i + stages - 1 < count:
+                        nt = t + (stages - 1) * stride
                         prev = (i - 1) % stages
                         nr = nt // tiles_c
                         ac.mbarrier_arrive_expect_tx(full[prev:], nbytes)
                         ac.cp_async_bulk_tensor_load(ring[prev], src_map, (nr * BR, (nt - nr * tiles_c) * BC),
                                                      full[prev:], fence=False)
-                i += 1
-                t += step
             ac.bulk_wait_group(0)  # no store may still read the ring when the block exits
 
     return tma_copy
@@ -156,6 +193,15 @@ def grid_for(stages: int = 4, box: tuple[int, int] = (32, 64), sms: int = 132) -
     return sms * blocks_per_sm(stages, box)
 
 
+def grid_for_runs(rows: int, cols: int, box: tuple[int, int] = (32, 64), run: int = 16) -> int:
+    """The grid for ``run`` boxes per block over a ``rows x cols`` tensor: one
+    block per run, the last run possibly partial (no occupancy limit)."""
+    if run < 1:
+        raise ValueError(f"run must be >= 1 for a grid of runs, got {run}")
+    ntiles = -(-rows // box[0]) * -(-cols // box[1])
+    return max(1, (ntiles + run - 1) // run)
+
+
 def make_maps(src, dst, box: tuple[int, int]) -> tuple["ac.TensorMap", "ac.TensorMap"]:
     """The two tensor maps of a copy (``src``, ``dst``: 2-D device arrays of
     one shape and a 4-byte dtype)."""
@@ -168,5 +214,9 @@ def make_maps(src, dst, box: tuple[int, int]) -> tuple["ac.TensorMap", "ac.Tenso
     return ac.TensorMap(src, box), ac.TensorMap(dst, box)
 
 
-#: configurations the benchmark sweeps: (stages, (box rows, box cols))
+#: configurations the benchmark sweeps: (stages, (box rows, box cols)), a
+#: persistent grid with a grid stride
 SWEEP = ((4, (32, 64)), (5, (32, 64)), (2, (32, 128)), (2, (64, 64)), (5, (16, 128)), (8, (16, 64)), (4, (8, 256)))
+#: and (stages, box, run): ``run`` consecutive boxes per block (shapes of
+#: SWEEP, so the twin instantiates them already)
+RUN_SWEEP = ((2, (32, 128), 8), (4, (8, 256), 16), (2, (64, 64), 8), (4, (32, 64), 16))

@@ -1,7 +1,9 @@
 """The bulk-copy and TMA-tile-copy examples on the GPU: fresh random data,
 poisoned outputs, exact comparison with the source.  Sizes cover several
 tiles per block (the ring wraps, the parity flips), a tail (a partial chunk;
-partial boxes on both axes), inputs smaller than one tile, and checked mode.
+partial boxes on both axes), inputs smaller than one tile, and checked mode;
+run mode (``run`` tiles per block) with whole runs, a partial last run,
+runs shorter than the ring and a spare block with no tile.
 Small enough for ``make gpu-sanitize``.  The CUDA C++ twins of the
 benchmark (``twins_bulk.cu``) are checked the same way when nvcc is there."""
 
@@ -34,14 +36,14 @@ def random_words(shape):
 _kernels = {}
 
 
-def kernel(kind, stages, shape, checked=False):
-    key = (kind, stages, shape, checked)
+def kernel(kind, stages, shape, checked=False, run=0):
+    key = (kind, stages, shape, checked, run)
     if key not in _kernels:
         with ac.checked_mode(checked):
             if kind == "bulk":
-                _kernels[key] = cuda.jit(bc.SIGNATURE)(bc.make_bulk_copy(stages, shape))
+                _kernels[key] = cuda.jit(bc.SIGNATURE)(bc.make_bulk_copy(stages, shape, run))
             else:
-                _kernels[key] = cuda.jit(tc.SIGNATURE)(tc.make_tma_copy(stages, shape))
+                _kernels[key] = cuda.jit(tc.SIGNATURE)(tc.make_tma_copy(stages, shape, run))
     return _kernels[key]
 
 
@@ -70,6 +72,32 @@ def test_bulk_copy(cfg, checked):
         src = random_words(n)
         d_dst = cuda.to_device(poisoned(n))
         k[3, bc.BLOCK](cuda.to_device(src), d_dst)  # 3 blocks: 3-5 tiles each
+        np.testing.assert_array_equal(d_dst.copy_to_host(), src, err_msg=f"n={n}")
+
+
+# run mode: the benchmark's run sweep, runs shorter than the ring (a block's
+# count below stages) and runs of one tile
+BULK_RUN_CONFIGS = list(bc.RUN_SWEEP) + [(4, 1024, 3), (3, 16, 1), (2, 256, 5)]
+BULK_RUN_CASES = [(c, False) for c in BULK_RUN_CONFIGS] + [((4, 1024, 3), True)]
+
+
+def run_tiles(run):
+    """Tiles for whole runs and a partial last run (run 1: whole runs only)."""
+    return run * int(rng.integers(2, 5)) + (int(rng.integers(1, run)) if run > 1 else 0)
+
+
+@pytest.mark.parametrize("cfg,checked", BULK_RUN_CASES,
+                         ids=["s{}_c{}_r{}".format(*c) + ("_checked" if k else "") for c, k in BULK_RUN_CASES])
+def test_bulk_copy_runs(cfg, checked):
+    stages, chunk, run = cfg
+    words = bc.tile_words(chunk)
+    k = kernel("bulk", stages, chunk, checked, run)
+    # whole runs, a partial last run and a tail; then a tail only
+    for n in (words * run_tiles(run) + int(rng.integers(1, words)), int(rng.integers(1, words))):
+        src = random_words(n)
+        d_dst = cuda.to_device(poisoned(n))
+        # one spare block: no tiles (count 0), it only helps with the tail
+        k[bc.grid_for_runs(n, chunk, run) + 1, bc.BLOCK](cuda.to_device(src), d_dst)
         np.testing.assert_array_equal(d_dst.copy_to_host(), src, err_msg=f"n={n}")
 
 
@@ -112,6 +140,38 @@ def test_tma_copy(cfg, checked):
         d_src, d_dst = cuda.to_device(src), cuda.to_device(poisoned((rows, cols)))
         smap, dmap = tc.make_maps(d_src, d_dst, box)
         k[3, tc.BLOCK](smap, dmap, rows, cols)
+        np.testing.assert_array_equal(d_dst.copy_to_host(), src, err_msg=f"shape {(rows, cols)}")
+
+
+# run mode: the benchmark's run sweep, a run shorter than the ring, runs of one box
+TMA_RUN_CONFIGS = list(tc.RUN_SWEEP) + [(4, (32, 64), 2), (3, (8, 4), 1), (2, (8, 16), 5)]
+TMA_RUN_CASES = [(c, False) for c in TMA_RUN_CONFIGS] + [((4, (32, 64), 2), True)]
+
+
+def tma_run_shape(box, run):
+    """A shape of ``run_tiles(run)`` boxes (whole runs and a partial last
+    run), partial boxes on both axes where the box allows."""
+    br, bc_ = box
+    boxes = run_tiles(run)
+    # box columns per box row: a divisor of the box count, at least 2 where it can be
+    tiles_c = next(d for d in (3, 2, 5, 7, 1) if boxes % d == 0)
+    rows = br * (boxes // tiles_c - 1) + (int(rng.integers(1, br + 1)))
+    cols = bc_ * (tiles_c - 1) + 4 * int(rng.integers(1, bc_ // 4 + 1))
+    return rows, cols
+
+
+@pytest.mark.parametrize("cfg,checked", TMA_RUN_CASES,
+                         ids=["s{}_b{}x{}_r{}".format(c[0], *c[1], c[2]) + ("_checked" if k else "")
+                              for c, k in TMA_RUN_CASES])
+def test_tma_copy_runs(cfg, checked):
+    stages, box, run = cfg
+    k = kernel("tma", stages, box, checked, run)
+    for rows, cols in (tma_run_shape(box, run), (max(1, box[0] // 2), 4)):
+        src = random_words((rows, cols))
+        d_src, d_dst = cuda.to_device(src), cuda.to_device(poisoned((rows, cols)))
+        smap, dmap = tc.make_maps(d_src, d_dst, box)
+        # one spare block: no boxes (count 0), it exits at once
+        k[tc.grid_for_runs(rows, cols, box, run) + 1, tc.BLOCK](smap, dmap, rows, cols)
         np.testing.assert_array_equal(d_dst.copy_to_host(), src, err_msg=f"shape {(rows, cols)}")
 
 
@@ -171,6 +231,15 @@ def test_bulk_twin_matches_the_source(twins):
         twins.bulk_copy(_ptr(d_src), _ptr(d_dst), n, stages, chunk, 3)
         cuda.synchronize()
         np.testing.assert_array_equal(d_dst.copy_to_host(), src, err_msg=f"{(stages, chunk)}")
+    # run mode: whole runs, a partial last run, a tail, one spare block
+    for stages, chunk, run in bc.RUN_SWEEP:
+        n = bc.tile_words(chunk) * (2 * run + 3) + 77
+        src = random_words(n)
+        d_src, d_dst = cuda.to_device(src), cuda.to_device(poisoned(n))
+        grid = bc.grid_for_runs(n, chunk, run) + 1
+        twins.bulk_copy(_ptr(d_src), _ptr(d_dst), n, stages, chunk, grid, run)
+        cuda.synchronize()
+        np.testing.assert_array_equal(d_dst.copy_to_host(), src, err_msg=f"{(stages, chunk, run)}")
 
 
 def test_tma_twin_matches_the_source(twins):
@@ -182,3 +251,14 @@ def test_tma_twin_matches_the_source(twins):
         twins.tma_copy(_ptr(smap), _ptr(dmap), rows, cols, stages, box, 3)
         cuda.synchronize()
         np.testing.assert_array_equal(d_dst.copy_to_host(), src, err_msg=f"{(stages, box)}")
+    # run mode: (run + 1) x 3 boxes (partial on both axes): 3 whole runs and a
+    # partial one of 3 boxes; one spare block
+    for stages, box, run in tc.RUN_SWEEP:
+        rows, cols = box[0] * run + 3, box[1] * 2 + 8
+        src = random_words((rows, cols))
+        d_src, d_dst = cuda.to_device(src), cuda.to_device(poisoned((rows, cols)))
+        smap, dmap = tc.make_maps(d_src, d_dst, box)
+        grid = tc.grid_for_runs(rows, cols, box, run) + 1
+        twins.tma_copy(_ptr(smap), _ptr(dmap), rows, cols, stages, box, grid, run)
+        cuda.synchronize()
+        np.testing.assert_array_equal(d_dst.copy_to_host(), src, err_msg=f"{(stages, box, run)}")

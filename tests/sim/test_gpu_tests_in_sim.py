@@ -61,3 +61,22 @@ def test_staged_copy_runs():
     # run mode (tiles per block) under the worst-case schedule: small shapes
     _ex.test_staged_copy_runs((2, 4, 64, 3, 1), False)
     _ex.test_staged_copy_runs((3, 8, 64, 1, 2), False)
+
+
+from ..gpu import test_async_examples_gpu as _aex  # noqa: E402
+
+
+def test_bulk_copy_runs():
+    # the bulk-copy example in run mode: a run shorter than the ring and runs
+    # of one tile (count < stages), a partial last run, a spare block
+    _aex.test_bulk_copy_runs((3, 64, 2), False)
+    _aex.test_bulk_copy_runs((3, 16, 1), False)
+    _aex.test_bulk_copy_runs((2, 64, 5), False)
+
+
+def test_tma_copy_runs():
+    # the TMA example in run mode: a run shorter than the ring, runs of one
+    # box, a partial last run, a spare block
+    _aex.test_tma_copy_runs((3, (8, 4), 2), False)
+    _aex.test_tma_copy_runs((3, (8, 4), 1), False)
+    _aex.test_tma_copy_runs((2, (8, 16), 5), False)
