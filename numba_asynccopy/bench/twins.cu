@@ -5,6 +5,7 @@
 // device (sm_90a) into a shared library; each extern "C" launcher enqueues one
 // launch on the legacy default stream and returns cudaGetLastError().
 #include <cuda_runtime.h>
+#include "twins_tiles.cuh"
 #include <cuda_pipeline_primitives.h>
 #include <stdint.h>
 
@@ -20,15 +21,7 @@ staged_copy_k(const uint32_t* __restrict__ src, uint32_t* __restrict__ dst, long
     const long long first = blockIdx.x, step = gridDim.x;
     // the block's tiles: base + i * stride for i < count (run 0: grid stride)
     long long base, stride, count;
-    if (run) {
-        base = first * run;
-        stride = 1;
-        count = base < ntiles ? (run < ntiles - base ? run : ntiles - base) : 0;
-    } else {
-        base = first;
-        stride = step;
-        count = base < ntiles ? (ntiles - base + step - 1) / step : 0;
-    }
+    block_tiles(ntiles, run, base, stride, count);
     const uint4* s4 = reinterpret_cast<const uint4*>(src);
     uint4* d4 = reinterpret_cast<uint4*>(dst);
     for (int s = 0; s < STAGES - 1; ++s) {

@@ -10,6 +10,7 @@
 // maps in device memory that the Numba kernels get (ac.TensorMap buffers)
 // and fences the tensormap proxy on them the same way.
 #include <cuda_runtime.h>
+#include "twins_tiles.cuh"
 #include <stdint.h>
 
 namespace bulk_twin {
@@ -107,15 +108,7 @@ __global__ void __launch_bounds__(32) bulk_copy_k(const uint32_t* __restrict__ s
     const long long ntiles = n / WORDS;
     const long long first = blockIdx.x, step = gridDim.x;
     long long base, stride, count;
-    if (run) {
-        base = first * run;
-        stride = 1;
-        count = base < ntiles ? (run < ntiles - base ? run : ntiles - base) : 0;
-    } else {
-        base = first;
-        stride = step;
-        count = base < ntiles ? (ntiles - base + step - 1) / step : 0;
-    }
+    block_tiles(ntiles, run, base, stride, count);
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);
         fence_proxy_async_shared();
@@ -160,17 +153,8 @@ __global__ void __launch_bounds__(32) tma_copy_k(const uint64_t* src_map, const 
     __shared__ __align__(8) uint64_t full[STAGES];
     const long long tiles_c = (cols + BC - 1) / BC;
     const long long ntiles = ((rows + BR - 1) / BR) * tiles_c;
-    const long long first = blockIdx.x, step = gridDim.x;
     long long base, stride, count;
-    if (run) {
-        base = first * run;
-        stride = 1;
-        count = base < ntiles ? (run < ntiles - base ? run : ntiles - base) : 0;
-    } else {
-        base = first;
-        stride = step;
-        count = base < ntiles ? (ntiles - base + step - 1) / step : 0;
-    }
+    block_tiles(ntiles, run, base, stride, count);
     if (threadIdx.x == 0 && count > 0) {
         for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);
         fence_proxy_async_shared();

@@ -58,6 +58,8 @@ from numba import cuda, types
 
 import numba_asynccopy as ac
 
+from ._tiles import block_tiles
+
 #: static shared memory a block may declare without an opt-in
 STATIC_SMEM_LIMIT = 48 * 1024
 #: shared memory of one H100/H200 multiprocessor usable by blocks
@@ -115,14 +117,7 @@ def make_bulk_copy(stages: int = 4, chunk_bytes: int = 8192, run: int = 0):
         first = cuda.blockIdx.x
         step = cuda.gridDim.x
         # the block's tiles: base + i * stride for i < count
-        if run:
-            base = first * run
-            stride = 1
-            count = min(run, ntiles - base) if base < ntiles else 0
-        else:
-            base = first
-            stride = step
-            count = (ntiles - base + step - 1) // step if base < ntiles else 0
+        base, stride, count = block_tiles(ntiles, run)
         if cuda.threadIdx.x == 0:
             for s in range(stages):
                 ac.mbarrier_init(full[s:], 1)

@@ -39,6 +39,7 @@ from numba import cuda, types
 
 import numba_asynccopy as ac
 
+from ._tiles import block_tiles
 from ._vec import load4, store4, view4
 
 #: static shared memory a block may declare without an opt-in
@@ -83,14 +84,7 @@ def make_staged_copy(stages: int = 4, chunk_bytes: int = 16, block: int = 256, p
         first = cuda.blockIdx.x
         step = cuda.gridDim.x
         # the block's tiles: base + i * stride for i < count
-        if run:
-            base = first * run
-            stride = 1
-            count = min(run, ntiles - base) if base < ntiles else 0
-        else:
-            base = first
-            stride = step
-            count = (ntiles - base + step - 1) // step if base < ntiles else 0
+        base, stride, count = block_tiles(ntiles, run)
         # prologue: stages-1 tiles in flight (empty groups keep the count right)
         for s in range(stages - 1):
             if s < count:

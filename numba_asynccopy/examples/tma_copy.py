@@ -61,6 +61,8 @@ from numba import cuda, types
 
 import numba_asynccopy as ac
 
+from ._tiles import block_tiles
+
 #: static shared memory a block may declare without an opt-in
 STATIC_SMEM_LIMIT = 48 * 1024
 #: shared memory of one H100/H200 multiprocessor usable by blocks
@@ -127,17 +129,8 @@ def make_tma_copy(stages: int = 4, box: tuple[int, int] = (32, 64), run: int = 0
         full = cuda.shared.array(stages, np.uint64, alignment=8)
         tiles_c = (cols + BC - 1) // BC
         ntiles = ((rows + BR - 1) // BR) * tiles_c
-        first = cuda.blockIdx.x
-        step = cuda.gridDim.x
         # the block's boxes: base + i * stride for i < count
-        if run:
-            base = first * run
-            stride = 1
-            count = min(run, ntiles - base) if base < ntiles else 0
-        else:
-            base = first
-            stride = step
-            count = (ntiles - base + step - 1) // step if base < ntiles else 0
+        base, stride, count = block_tiles(ntiles, run)
         if cuda.threadIdx.x == 0 and count > 0:
             for s in range(stages):
                 ac.mbarrier_init(full[s:], 1)
