@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+from typing import Callable
 
 import numpy as np
 from numba import cuda
@@ -95,6 +96,21 @@ def mismatches(a, b) -> int:
     count = cuda.to_device(np.zeros(1, np.uint64))
     _count_mismatch[_GRID, _BLOCK](flat(a).view(np.uint32), flat(b).view(np.uint32), count)
     return int(count.copy_to_host()[0])
+
+
+def exact_check(launch: Callable[[], None], out, want, words: str, ok: str) -> Callable[[], str]:
+    """A benchmark row's output check: poison ``out``, run ``launch``, and
+    raise unless every word of ``out`` equals ``want`` (the error says how
+    many of ``words`` differ); returns ``ok``."""
+    def check() -> str:
+        poison(out)
+        launch()
+        cuda.synchronize()
+        bad = mismatches(want, out)
+        if bad:
+            raise AssertionError(f"{bad} of {words} differ")
+        return ok
+    return check
 
 
 def nans(a) -> int:

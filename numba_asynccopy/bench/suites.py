@@ -155,15 +155,8 @@ def suite_copy(r: Recorder) -> None:
     r.info["copy_bytes"] = n * 4
 
     def check_copy(launch) -> Callable[[], str]:
-        def check():
-            du.poison(dst)
-            launch()
-            cuda.synchronize()
-            bad = du.mismatches(src, dst)
-            if bad:
-                raise AssertionError(f"{bad} of {n} words differ from the source")
-            return f"all {n} words equal the source"
-        return check
+        return du.exact_check(launch, dst, src, f"{n} words (against the source)",
+                              f"all {n} words equal the source")
 
     try:
         torch = _torch()
@@ -416,16 +409,9 @@ def suite_cluster(r: Recorder) -> None:
     r.info["cluster_exchange"] = config
 
     def check_exchange(launch) -> Callable[[], str]:
-        def check():
-            du.poison(out)
-            launch()
-            cuda.synchronize()
-            bad = du.mismatches(want, out)
-            if bad:
-                raise AssertionError(f"{bad} of {blocks * ex.TILE} words differ from the ring "
-                                     f"shift by {rounds}")
-            return f"every tile equals the one {rounds} ranks back in its cluster"
-        return check
+        return du.exact_check(launch, out, want,
+                              f"{blocks * ex.TILE} words (against the ring shift by {rounds})",
+                              f"every tile equals the one {rounds} ranks back in its cluster")
 
     rr = np.int32(rounds)
     variants = {
@@ -452,15 +438,9 @@ def suite_cluster(r: Recorder) -> None:
         kc = cuda.jit(ceilings.DSMEM_CEILING_SIGNATURE)(ceilings.dsmem_ceiling)
         ceil = lambda: ac.launch(kc, blocks, ex.BLOCK, (A, out, rr), cluster=ex.CLUSTER)  # noqa: E731
 
-        def check_ceiling():
-            du.poison(out)
-            ceil()
-            cuda.synchronize()
-            bad = du.mismatches(shifted, out)
-            if bad:
-                raise AssertionError(f"{bad} of {blocks * ex.TILE} words differ from the ring shift by 1")
-            return "every tile equals the previous rank's (all copies landed)"
-
+        check_ceiling = du.exact_check(ceil, out, shifted,
+                                       f"{blocks * ex.TILE} words (against the ring shift by 1)",
+                                       "every tile equals the previous rank's (all copies landed)")
         r.measure("dsmem_ceiling", "DSMEM bulk copies, no round dependency", "numba", "TB/s", work,
                   ceil, check_ceiling, config=config)
         del shifted

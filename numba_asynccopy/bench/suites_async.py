@@ -77,22 +77,13 @@ class _Twin:
 
 def _copy_check(src, dst) -> Callable[[Callable[[], None]], Callable[[], str]]:
     """check(launch): poison dst, launch, compare every word with src."""
-    from numba import cuda
-
     from . import devutil as du
 
     n = src.size
 
     def make(launch):
-        def check():
-            du.poison(dst)
-            launch()
-            cuda.synchronize()
-            bad = du.mismatches(src, dst)
-            if bad:
-                raise AssertionError(f"{bad} of {n} words differ from the source")
-            return f"all {n} words equal the source"
-        return check
+        return du.exact_check(launch, dst, src, f"{n} words (against the source)",
+                              f"all {n} words equal the source")
     return make
 
 
