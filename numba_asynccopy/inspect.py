@@ -649,7 +649,10 @@ def _rebuild(p: dict):
         if kind == "module":
             g[n] = importlib.import_module(v)
         elif kind == "device":
-            g[n] = cuda.jit(device=True)(_rebuild(v))
+            # inlined: a device function compiled on its own asks the current
+            # device for its compute capability, and the simulator's machine
+            # may have no GPU
+            g[n] = cuda.jit(device=True, inline="always")(_rebuild(v))
         else:
             g[n] = v
     tree = ast.parse(p["source"])

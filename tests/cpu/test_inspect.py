@@ -227,3 +227,13 @@ def test_simulator_mode_compiles_in_a_fresh_interpreter(monkeypatch):
     assert r.count("cp.async.cg.shared.global") == 1 and r.count("cp.async.wait_all") == 1
     (cp,) = [pl for pl in r.lines if pl.opcode.startswith("cp.async.cg")]
     assert cp.file == __file__ and cp.source.startswith("ac.cp_async(sh[tid, :], A[tid, :], chunk)")
+
+
+def test_simulator_mode_ships_device_functions(monkeypatch):
+    # the copy examples call a device function (examples/_tiles.block_tiles):
+    # the fresh interpreter must compile it without asking for a GPU
+    from numba_asynccopy.examples.staged_copy import SIGNATURE, make_staged_copy
+
+    monkeypatch.setattr(mod, "_simulator_on", lambda: True)
+    r = ac.inspect(make_staged_copy(2, 16, 256), *SIGNATURE, cc=(9, 0))
+    assert {pl.text for pl in r.lines if pl.opcode == "cp.async.wait_group"} == {"cp.async.wait_group 1"}
