@@ -36,6 +36,19 @@ def statement(text: str):
     return codegen
 
 
+def instruction(opcode: str, ops: list[str], cons: list[str], *, mask: bool = False,
+                policy: bool = False) -> tuple[str, str]:
+    """``opcode ops;`` and its constraint string, with the optional trailing
+    operands the bulk and tensor copies share appended in PTX order: the
+    16-bit multicast mask (``h``), then the L2 cache policy (``l``)."""
+    ops, cons = list(ops), list(cons)
+    for present, c in ((mask, "h"), (policy, "l")):
+        if present:
+            ops.append(f"${len(cons)}")
+            cons.append(c)
+    return f"{opcode} {', '.join(ops)};", ",".join(cons)
+
+
 def shared_addr32(builder, ptr):
     """32-bit shared-window address of a generic pointer into shared memory.
 

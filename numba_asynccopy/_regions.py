@@ -72,20 +72,27 @@ def itemsize(dtype) -> int:
     return numpy_support.as_dtype(dtype).itemsize
 
 
-def check_view(api: str, name: str, ty, chunk_bytes: int | None = None) -> None:
-    """Compile-time rules for a chunked view."""
+def check_array_view(api: str, name: str, ty, example: str, fortran: str) -> None:
+    """The rules every view operand shares: an array with at least one axis
+    whose last axis is contiguous.  ``example`` names views that qualify;
+    ``fortran`` ends the message for a Fortran-ordered view (what the
+    instruction cannot do with it)."""
     if not isinstance(ty, types.Array):
         raise TypingError(
             f"{api}: `{name}` must be a Numba array view (for example "
-            f"`sh[tid, :]`), got {ty}"
+            f"{example}), got {ty}"
         )
     if ty.ndim == 0:
         raise TypingError(f"{api}: `{name}` must have at least one axis")
     if ty.layout == "F" and ty.ndim > 1:
-        raise TypingError(
-            f"{api}: `{name}` is Fortran-ordered; its last axis is not "
-            "contiguous, so it cannot be split into contiguous chunks"
-        )
+        raise TypingError(f"{api}: `{name}` is Fortran-ordered{fortran}")
+
+
+def check_view(api: str, name: str, ty, chunk_bytes: int | None = None) -> None:
+    """Compile-time rules for a chunked view."""
+    check_array_view(api, name, ty, "`sh[tid, :]`",
+                     "; its last axis is not contiguous, so it cannot be split into "
+                     "contiguous chunks")
     if chunk_bytes is not None:
         size = itemsize(ty.dtype)
         if chunk_bytes % size:

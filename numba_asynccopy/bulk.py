@@ -43,6 +43,7 @@ from ._lowering import (
     as_i64,
     asm,
     generic_addr64,
+    instruction,
     is_space,
     shared_addr32,
     trap_if,
@@ -52,6 +53,7 @@ from ._regions import (
     View,
     barrier_addr32,
     barrier_generic,
+    check_array_view,
     check_barrier,
     check_chunk_views,
     check_runtime_scalar,
@@ -95,18 +97,9 @@ def nvvm_ptx_isa() -> tuple[int, int]:
 
 def check_bulk_view(api: str, name: str, ty) -> None:
     """A bulk-copy operand: a numeric array view whose rows are contiguous."""
-    if not isinstance(ty, types.Array):
-        raise TypingError(
-            f"{api}: `{name}` must be a Numba array view (for example `sh` or "
-            f"`A[i]`), got {ty}"
-        )
-    if ty.ndim == 0:
-        raise TypingError(f"{api}: `{name}` must have at least one axis")
-    if ty.layout == "F" and ty.ndim > 1:
-        raise TypingError(
-            f"{api}: `{name}` is Fortran-ordered: its last axis is not contiguous, "
-            "so its rows are not runs of bytes a bulk copy can move"
-        )
+    check_array_view(api, name, ty, "`sh` or `A[i]`",
+                     ": its last axis is not contiguous, so its rows are not runs of "
+                     "bytes a bulk copy can move")
     if not isinstance(ty.dtype, (types.Number, types.Boolean)):
         raise TypingError(
             f"{api}: `{name}` must hold numbers (a bulk copy moves bytes of a "
@@ -283,14 +276,8 @@ def ptx_bulk_g2s(o: BulkLoadOptions) -> tuple[str, str]:
     key = "cp.async.bulk.g2s.multicast" if o.multicast else (
         "cp.async.bulk.g2s.cta" if o.cta_form else "cp.async.bulk.g2s")
     opcode = form(key).opcode.format(hint=".L2::cache_hint" if o.cache_policy else "")
-    ops, cons = ["[$0]", "[$1]", "$2", "[$3]"], ["r", "l", "r", "r"]
-    if o.multicast:
-        ops.append(f"${len(cons)}")
-        cons.append("h")
-    if o.cache_policy:
-        ops.append(f"${len(cons)}")
-        cons.append("l")
-    return f"{opcode} {', '.join(ops)};", ",".join(cons)
+    return instruction(opcode, ["[$0]", "[$1]", "$2", "[$3]"], ["r", "l", "r", "r"],
+                       mask=o.multicast, policy=o.cache_policy)
 
 
 @intrinsic
@@ -473,11 +460,7 @@ def ptx_bulk_s2g(o: BulkStoreOptions) -> tuple[str, str]:
         opcode = form("cp.async.bulk.s2g").opcode.format(hint=hint)
     else:
         opcode = form("cp.reduce.async.bulk.s2g").opcode.format(hint=hint, op=o.op, type=o.ptx_type)
-    ops, cons = ["[$0]", "[$1]", "$2"], ["l", "r", "r"]
-    if o.cache_policy:
-        ops.append("$3")
-        cons.append("l")
-    return f"{opcode} {', '.join(ops)};", ",".join(cons)
+    return instruction(opcode, ["[$0]", "[$1]", "$2"], ["l", "r", "r"], policy=o.cache_policy)
 
 
 def _lower_s2g(context, builder, sig, args, o: BulkStoreOptions, api: str, policy_at: int):

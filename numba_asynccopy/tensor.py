@@ -28,7 +28,7 @@ from numba.core import types
 from . import checked as _checked
 from ._compat import TypingError, intrinsic
 from ._forms import form
-from ._lowering import I64, as_i64, asm, generic_addr64, shared_addr32, trap_if
+from ._lowering import I64, as_i64, asm, generic_addr64, instruction, shared_addr32, trap_if
 from ._regions import View, barrier_addr32, check_barrier, literal_value
 from .bulk import (
     TENSOR_REDUCE_TYPES,
@@ -141,13 +141,7 @@ def ptx_tensor_load(o: TensorOptions) -> tuple[str, str]:
     n = 2 + o.rank
     ops = ["[$0]", f"[$1, {_coords_text(2, o.rank)}]", f"[${n}]"]
     cons = ["r", "l"] + ["r"] * o.rank + ["r"]
-    if o.multicast:
-        ops.append(f"${len(cons)}")
-        cons.append("h")
-    if o.cache_policy:
-        ops.append(f"${len(cons)}")
-        cons.append("l")
-    return f"{opcode} {', '.join(ops)};", ",".join(cons)
+    return instruction(opcode, ops, cons, mask=o.multicast, policy=o.cache_policy)
 
 
 def ptx_tensor_store(o: TensorOptions) -> tuple[str, str]:
@@ -159,10 +153,7 @@ def ptx_tensor_store(o: TensorOptions) -> tuple[str, str]:
         opcode = form("cp.reduce.async.bulk.tensor").opcode.format(rank=o.rank, op=o.op, hint=hint)
     ops = [f"[$0, {_coords_text(1, o.rank)}]", f"[${1 + o.rank}]"]
     cons = ["l"] + ["r"] * o.rank + ["r"]
-    if o.cache_policy:
-        ops.append(f"${len(cons)}")
-        cons.append("l")
-    return f"{opcode} {', '.join(ops)};", ",".join(cons)
+    return instruction(opcode, ops, cons, policy=o.cache_policy)
 
 
 def ptx_fence(scope: str = "sys") -> tuple[str, str]:
