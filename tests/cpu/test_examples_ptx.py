@@ -122,6 +122,50 @@ def test_sgemm_ptx(stages):
     assert regs <= 128, log  # two 256-thread blocks per multiprocessor
 
 
+def sass_loops(sass: str) -> list[list[str]]:
+    """The instructions of each loop in nvdisasm text: from a label to the
+    branch back to it."""
+    labels, ins, pending = {}, [], []
+    for line in sass.splitlines():
+        m = re.match(r"\s*(\.L_x_\d+):", line)
+        if m:
+            pending.append(m.group(1))
+            continue
+        m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+([@A-Z][^;]*);", line)
+        if m:
+            addr = int(m.group(1), 16)
+            labels.update((p, addr) for p in pending)
+            pending = []
+            ins.append((addr, m.group(2).strip()))
+    loops = []
+    for addr, text in ins:
+        m = re.search(r"BRA\s+`\((\.L_x_\d+)\)", text)
+        if m and labels.get(m.group(1), addr) < addr:
+            loops.append([t for a, t in ins if labels[m.group(1)] <= a <= addr])
+    return loops
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_sgemm_pipelined_loop_overhead(stages):
+    # Per k-tile: 512 FFMA + 32 LDS.128 and the loop's own work.  With
+    # Numba's int64 loop counter and ring slots that work was 64 instructions
+    # (register-pair adds, 64-bit row multiplies, SR_CgaCtaId reads); with
+    # 32-bit unsigned counters 40-45, the CUDA C++ twin's 38.
+    try:
+        cubin, log = toolchain.assemble(ptx(("sgemm", stages)), verbose=True)
+        sass = toolchain.disassemble(cubin)
+    except toolchain.ToolMissing as e:
+        pytest.skip(str(e))
+    main = [body for body in sass_loops(sass) if any("LDGSTS" in t for t in body)]
+    assert len(main) == 1, [len(b) for b in sass_loops(sass)]
+    body = main[0]
+    assert sum(1 for t in body if re.search(r"\bFFMA\b", t)) == 512
+    assert sum(1 for t in body if "LDS.128" in t) == 32
+    overhead = [t for t in body if not re.search(r"\bFFMA\b|LDS\.128", t)]
+    assert len(overhead) <= 50, overhead
+    assert not [t for t in overhead if "SR_CgaCtaId" in t], overhead
+
+
 def test_sgemm_rejects_bad_parameters():
     with pytest.raises(ValueError, match="stages"):
         sg.make_sgemm(0)
@@ -129,6 +173,8 @@ def test_sgemm_rejects_bad_parameters():
         sg.make_sgemm(7)
     with pytest.raises(ValueError, match="multiples"):
         sg.check_shape(100, 128, 8)
+    with pytest.raises(ValueError, match="K < 2"):
+        sg.check_shape(128, 128, 2**32)
     assert sg.grid(256, 384) == (3, 2)
 
 
