@@ -98,14 +98,24 @@ def mismatches(a, b) -> int:
     return int(count.copy_to_host()[0])
 
 
+def launch_poisoned(launch: Callable[[], None], out, unwritten: str | None = None) -> None:
+    """Poison ``out``, run ``launch`` to completion; with ``unwritten`` (what
+    ``out`` holds, say "elements of C"), raise if any of it is still poison."""
+    poison(out)
+    launch()
+    cuda.synchronize()
+    if unwritten is not None:
+        left = nans(out)
+        if left:
+            raise AssertionError(f"{left} {unwritten} were not written")
+
+
 def exact_check(launch: Callable[[], None], out, want, words: str, ok: str) -> Callable[[], str]:
     """A benchmark row's output check: poison ``out``, run ``launch``, and
     raise unless every word of ``out`` equals ``want`` (the error says how
     many of ``words`` differ); returns ``ok``."""
     def check() -> str:
-        poison(out)
-        launch()
-        cuda.synchronize()
+        launch_poisoned(launch, out)
         bad = mismatches(want, out)
         if bad:
             raise AssertionError(f"{bad} of {words} differ")

@@ -143,6 +143,7 @@ def suite_copy(r: Recorder) -> None:
     from numba import cuda
 
     from ..examples import staged_copy as sc
+    from . import copyrows
     from . import devutil as du
     from .twins import ptr
 
@@ -153,63 +154,31 @@ def suite_copy(r: Recorder) -> None:
     du.fill_random(src)
     sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
     r.info["copy_bytes"] = n * 4
+    check = copyrows.copy_check(src, dst)
+    copyrows.torch_row(r, "torch_copy", "torch device-to-device copy", src, dst, nbytes, check)
 
-    def check_copy(launch) -> Callable[[], str]:
-        return du.exact_check(launch, dst, src, f"{n} words (against the source)",
-                              f"all {n} words equal the source")
-
-    try:
-        torch = _torch()
-        # int32 views: torch has only partial support for uint32 tensors
-        tsrc = torch.as_tensor(src.view(np.int32), device="cuda")
-        tdst = torch.as_tensor(dst.view(np.int32), device="cuda")
-        torch_copy = lambda: tdst.copy_(tsrc)  # noqa: E731
-        r.measure("torch_copy", "torch device-to-device copy", "torch", "TB/s", nbytes,
-                  torch_copy, check_copy(torch_copy), config={"bytes": n * 4})
-    except Exception as e:
-        r.fail("torch_copy", "torch device-to-device copy", "torch", "TB/s",
-               f"error: {type(e).__name__}: {e}")
-
-    # sweep the configurations briefly, then time the best one fully
-    sweep = []
-    best = None
-    for cfg in tuple(sc.SWEEP) + tuple(sc.RUN_SWEEP):
-        stages, chunk, block, pt = cfg[:4]
-        run = cfg[4] if len(cfg) > 4 else 0
+    def entry(stages, chunk, block, pt, run=0):
         key = f"staged_copy_sweep_s{stages}_b{block}_p{pt}" + (f"_r{run}" if run else "")
-        try:
+        grid = (sc.grid_for_runs(n, chunk, block, pt, run) if run
+                else sc.grid_for(stages, chunk, block, pt, sms))
+
+        def make_launch():
             kern = cuda.jit(sc.SIGNATURE)(sc.make_staged_copy(stages, chunk, block, pt, run))
             r.dump_code(key, kern)
-            grid = (sc.grid_for_runs(n, chunk, block, pt, run) if run
-                    else sc.grid_for(stages, chunk, block, pt, sms))
-            launch = (lambda k=kern, g=grid, b=block: k[g, b](src, dst))
-            m = r.measure(key, f"staged copy sweep {cfg}", "numba", "TB/s", nbytes, launch,
-                          check_copy(launch), reps=3 if r.quick else 7,
-                          config={"stages": stages, "chunk_bytes": chunk, "block": block,
-                                  "per_thread": pt, "run": run, "grid": grid})
-            sweep.append(m)
-            if m.status == "ok" and (best is None or m.ms < best[0].ms):
-                best = (m, launch, (stages, chunk, block, pt, run), grid)
-        except Exception as e:
-            r.fail(key, f"staged copy sweep {cfg}", "numba", "TB/s", f"error: {type(e).__name__}: {e}")
-    if best is None:
-        r.fail("numba_staged_copy", "staged cp.async copy", "numba", "TB/s",
-               "error: no configuration of the sweep ran (see the sweep rows)")
-        r.fail("twin_staged_copy", "staged copy, CUDA C++", "cuda-c++", "TB/s",
-               "error: no configuration to mirror")
-        return
-    m0, launch, (stages, chunk, block, pt, run), grid = best
-    config = dict(m0.config)
-    r.measure("numba_staged_copy", "staged cp.async copy", "numba", "TB/s", nbytes, launch,
-              check_copy(launch), config=config)
-    try:
+            return lambda: kern[grid, block](src, dst)
+        config = {"stages": stages, "chunk_bytes": chunk, "block": block, "per_thread": pt,
+                  "run": run, "grid": grid}
+        cfg = (stages, chunk, block, pt) + ((run,) if run else ())
+        return key, f"staged copy sweep {cfg}", config, make_launch
+
+    def twin(c):
         tw = r.twins()
-        twin = lambda: tw.staged_copy(ptr(src), ptr(dst), n, stages, block, pt, grid, run)  # noqa: E731
-        r.measure("twin_staged_copy", "staged copy, CUDA C++", "cuda-c++", "TB/s", nbytes, twin,
-                  check_copy(twin), config=config)
-    except Exception as e:
-        r.fail("twin_staged_copy", "staged copy, CUDA C++", "cuda-c++", "TB/s",
-               f"error: {type(e).__name__}: {e}")
+        return lambda: tw.staged_copy(ptr(src), ptr(dst), n, c["stages"], c["block"],
+                                      c["per_thread"], c["grid"], c["run"])
+
+    copyrows.fastest_then_twin(
+        r, ("numba_staged_copy", "twin_staged_copy"), ("staged cp.async copy", "staged copy, CUDA C++"),
+        [entry(*cfg) for cfg in tuple(sc.SWEEP) + tuple(sc.RUN_SWEEP)], nbytes, check, twin)
 
 
 # --- SGEMM ----------------------------------------------------------------------
@@ -238,12 +207,7 @@ def suite_sgemm(r: Recorder) -> None:
 
         def check_gemm(launch) -> Callable[[], str]:
             def check():
-                du.poison(C)
-                launch()
-                cuda.synchronize()
-                unwritten = du.nans(C)
-                if unwritten:
-                    raise AssertionError(f"{unwritten} elements of C were not written")
+                du.launch_poisoned(launch, C, "elements of C")
                 got = np.stack([C[i].copy_to_host() for i in rows]).astype(np.float64)
                 err = float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
                 if not err < 1e-4:
@@ -332,12 +296,7 @@ def suite_stencil(r: Recorder) -> None:
 
     def check_stencil(launch) -> Callable[[], str]:
         def check():
-            du.poison(out)
-            launch()
-            cuda.synchronize()
-            unwritten = du.nans(out)
-            if unwritten:
-                raise AssertionError(f"{unwritten} points of out were not written")
+            du.launch_poisoned(launch, out, "points of out")
             worst = 0.0
             for i in rows:
                 got = out[i].copy_to_host().astype(np.float64)
@@ -463,9 +422,7 @@ def suite_cluster(r: Recorder) -> None:
 
     def check_probe(launch, expect) -> Callable[[], str]:
         def check():
-            du.poison(probe_out)
-            launch()
-            cuda.synchronize()
+            du.launch_poisoned(launch, probe_out)
             got = probe_out.copy_to_host()
             if not np.array_equal(got, expect):
                 raise AssertionError(f"cluster ranks {got[:8]}... expected {expect[:8]}...")

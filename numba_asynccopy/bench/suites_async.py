@@ -22,7 +22,7 @@ with ``--only bulk,tma`` still shows the ceiling beside the rows).
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -75,51 +75,43 @@ class _Twin:
                                                             box[0], box[1], grid, run))
 
 
-def _copy_check(src, dst) -> Callable[[Callable[[], None]], Callable[[], str]]:
-    """check(launch): poison dst, launch, compare every word with src."""
-    from . import devutil as du
-
-    n = src.size
-
-    def make(launch):
-        return du.exact_check(launch, dst, src, f"{n} words (against the source)",
-                              f"all {n} words equal the source")
-    return make
-
-
-def _torch_row(r: "Recorder", key: str, src, dst, nbytes: float, check) -> None:
-    label = "torch device-to-device copy (this suite's buffers; information)"
-    try:
-        from .suites import _torch
-
-        torch = _torch()
-        tsrc = torch.as_tensor(src.view(np.int32), device="cuda")
-        tdst = torch.as_tensor(dst.view(np.int32), device="cuda")
-        run = lambda: tdst.copy_(tsrc)  # noqa: E731
-        r.measure(key, label, "torch", "TB/s", nbytes, run, check(run), config={"bytes": nbytes / 2})
-    except Exception as e:
-        r.fail(key, label, "torch", "TB/s", f"error: {type(e).__name__}: {e}")
-
-
-def _sweep(r: "Recorder", sweep: list, nbytes: float, check) -> tuple | None:
-    """Measure each (key, label, config, launch) briefly; the fastest ok one."""
-    best = None
-    for key, label, config, make_launch in sweep:
-        try:
-            launch = make_launch()
-            m = r.measure(key, label, "numba", "TB/s", nbytes, launch, check(launch),
-                          reps=3 if r.quick else 7, config=config)
-            if m.status == "ok" and (best is None or m.ms < best[0].ms):
-                best = (m, launch)
-        except Exception as e:
-            r.fail(key, label, "numba", "TB/s", f"error: {type(e).__name__}: {e}")
-    return best
-
-
 def _fail_all(r: "Recorder", suite: str, labels: dict, error: str) -> None:
     for key in SUITE_KEYS[suite]:
         impl = "cuda-c++" if key.startswith("twin_") else "numba"
         r.fail(key, labels[key], impl, "TB/s", error)
+
+
+def _smoke(a: np.ndarray, cases, launch_case) -> str:
+    """Checked mode, small input: ``launch_case(case, d_a, out)`` copies ``a``
+    into a fresh poisoned ``out`` for each case; raise unless it arrived."""
+    from numba import cuda
+
+    d_a = cuda.to_device(a)
+    for case in cases:
+        out = cuda.to_device(np.full_like(a, 0xFFC00000))
+        launch_case(case, d_a, out)
+        got = out.copy_to_host()
+        if not np.array_equal(got, a):
+            raise AssertionError("checked-mode smoke test ({}, {}, run {}): ".format(*case)
+                                 + f"{int((got != a).sum())} words differ")
+    return "ok"
+
+
+def _buffers(r: "Recorder", torch_key: str, shape) -> tuple:
+    """Source (fresh random) and destination, their check, the torch row."""
+    from numba import cuda
+
+    from . import copyrows
+    from . import devutil as du
+
+    src = cuda.device_array(shape, np.uint32)
+    dst = cuda.device_array(shape, np.uint32)
+    du.fill_random(src)
+    nbytes = 2 * src.size * 4  # read + written
+    check = copyrows.copy_check(src, dst)
+    copyrows.torch_row(r, torch_key, "torch device-to-device copy (this suite's buffers; information)",
+                       src, dst, nbytes, check)
+    return src, dst, nbytes, check
 
 
 # --- bulk copy ------------------------------------------------------------------
@@ -137,28 +129,23 @@ def _bulk_smoke() -> str:
 
     from ..examples import bulk_copy as bc
 
-    rng = np.random.default_rng()
-    a = rng.integers(0, 2**32, SMOKE_BULK_WORDS, dtype=np.uint32)
-    d_a = cuda.to_device(a)
-    # run mode: 168 tiles in runs of 16 (the last partial), one spare block
-    for stages, chunk, run in ((4, 8192, 0), (2, 4096, 0), (4, 4096, 16)):
+    def launch_case(case, d_a, out):
+        stages, chunk, run = case
         with ac.checked_mode(True):
             kern = cuda.jit(bc.SIGNATURE)(bc.make_bulk_copy(stages, chunk, run))
-        out = cuda.to_device(np.full_like(a, 0xFFC00000))
-        grid = bc.grid_for_runs(a.size, chunk, run) + 1 if run else 5
+        grid = bc.grid_for_runs(d_a.size, chunk, run) + 1 if run else 5
         kern[grid, bc.BLOCK](d_a, out)
-        got = out.copy_to_host()
-        if not np.array_equal(got, a):
-            raise AssertionError(f"checked-mode smoke test ({stages}, {chunk}, run {run}): "
-                                 f"{int((got != a).sum())} words differ")
-    return "ok"
+
+    a = np.random.default_rng().integers(0, 2**32, SMOKE_BULK_WORDS, dtype=np.uint32)
+    # run mode: 168 tiles in runs of 16 (the last partial), one spare block
+    return _smoke(a, ((4, 8192, 0), (2, 4096, 0), (4, 4096, 16)), launch_case)
 
 
 def suite_bulk(r: "Recorder") -> None:
     from numba import cuda
 
     from ..examples import bulk_copy as bc
-    from . import devutil as du
+    from . import copyrows
     from .twins import ptr
 
     try:
@@ -167,13 +154,8 @@ def suite_bulk(r: "Recorder") -> None:
         _fail_all(r, "bulk", BULK_LABELS, f"error: checked-mode smoke test: {type(e).__name__}: {e}")
         return
     n = SIZES["quick" if r.quick else "full"]["bulk_words"]
-    nbytes = 2 * n * 4  # read + written
-    src = cuda.device_array(n, np.uint32)
-    dst = cuda.device_array(n, np.uint32)
-    du.fill_random(src)
+    src, dst, nbytes, check = _buffers(r, "torch_copy_bulk", n)
     sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
-    check = _copy_check(src, dst)
-    _torch_row(r, "torch_copy_bulk", src, dst, nbytes, check)
 
     def entry(stages, chunk, run=0):
         # run 0: the persistent grid (blocks_per_sm a multiprocessor); run N: a block a run
@@ -189,23 +171,13 @@ def suite_bulk(r: "Recorder") -> None:
         label = f"bulk copy sweep (stages {stages}, chunk {chunk} B" + (f", run {run})" if run else ")")
         return key, label, config, make_launch
 
-    best = _sweep(r, [entry(*cfg) for cfg in tuple(bc.SWEEP) + tuple(bc.RUN_SWEEP)], nbytes, check)
-    if best is None:
-        _fail_all(r, "bulk", BULK_LABELS, "error: no configuration of the sweep ran (see the sweep rows)")
-        return
-    m0, launch = best
-    config = dict(m0.config)
-    r.measure("numba_bulk_copy", BULK_LABELS["numba_bulk_copy"], "numba", "TB/s", nbytes, launch,
-              check(launch), config=config)
-    try:
+    def twin(c):
         tw = _Twin(r.twins())
-        twin = lambda: tw.bulk_copy(ptr(src), ptr(dst), n, config["stages"],  # noqa: E731
-                                    config["chunk_bytes"], config["grid"], config["run"])
-        r.measure("twin_bulk_copy", BULK_LABELS["twin_bulk_copy"], "cuda-c++", "TB/s", nbytes, twin,
-                  check(twin), config=config)
-    except Exception as e:
-        r.fail("twin_bulk_copy", BULK_LABELS["twin_bulk_copy"], "cuda-c++", "TB/s",
-               f"error: {type(e).__name__}: {e}")
+        return lambda: tw.bulk_copy(ptr(src), ptr(dst), n, c["stages"], c["chunk_bytes"], c["grid"], c["run"])
+
+    copyrows.fastest_then_twin(r, tuple(SUITE_KEYS["bulk"]), tuple(BULK_LABELS[k] for k in SUITE_KEYS["bulk"]),
+                               [entry(*cfg) for cfg in tuple(bc.SWEEP) + tuple(bc.RUN_SWEEP)],
+                               nbytes, check, twin)
 
 
 # --- TMA tile copy ----------------------------------------------------------------
@@ -221,30 +193,26 @@ def _tma_smoke() -> str:
 
     from ..examples import tma_copy as tc
 
-    rng = np.random.default_rng()
     rows, cols = SMOKE_TMA_SHAPE
-    a = rng.integers(0, 2**32, (rows, cols), dtype=np.uint32)
-    d_a = cuda.to_device(a)
-    # run mode: 77 boxes in runs of 16 (the last partial), one spare block
-    for stages, box, run in ((4, (32, 64), 0), (2, (16, 128), 0), (4, (32, 64), 16)):
+
+    def launch_case(case, d_a, out):
+        stages, box, run = case
         with ac.checked_mode(True):
             kern = cuda.jit(tc.SIGNATURE)(tc.make_tma_copy(stages, box, run))
-        out = cuda.to_device(np.full_like(a, 0xFFC00000))
         smap, dmap = tc.make_maps(d_a, out, box)
         grid = tc.grid_for_runs(rows, cols, box, run) + 1 if run else 5
         kern[grid, tc.BLOCK](smap, dmap, rows, cols)
-        got = out.copy_to_host()
-        if not np.array_equal(got, a):
-            raise AssertionError(f"checked-mode smoke test ({stages}, {box}, run {run}): "
-                                 f"{int((got != a).sum())} words differ")
-    return "ok"
+
+    a = np.random.default_rng().integers(0, 2**32, (rows, cols), dtype=np.uint32)
+    # run mode: 77 boxes in runs of 16 (the last partial), one spare block
+    return _smoke(a, ((4, (32, 64), 0), (2, (16, 128), 0), (4, (32, 64), 16)), launch_case)
 
 
 def suite_tma(r: "Recorder") -> None:
     from numba import cuda
 
     from ..examples import tma_copy as tc
-    from . import devutil as du
+    from . import copyrows
     from .twins import ptr
 
     try:
@@ -253,14 +221,9 @@ def suite_tma(r: "Recorder") -> None:
         _fail_all(r, "tma", TMA_LABELS, f"error: checked-mode smoke test: {type(e).__name__}: {e}")
         return
     rows, cols = SIZES["quick" if r.quick else "full"]["tma_shape"]
-    nbytes = 2 * rows * cols * 4
-    src = cuda.device_array((rows, cols), np.uint32)
-    dst = cuda.device_array((rows, cols), np.uint32)
-    du.fill_random(src)
+    src, dst, nbytes, check = _buffers(r, "torch_copy_tma", (rows, cols))
     sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
     r.info["tma_shape"] = [rows, cols]
-    check = _copy_check(src, dst)
-    _torch_row(r, "torch_copy_tma", src, dst, nbytes, check)
     maps = {}
 
     def entry(stages, box, run=0):
@@ -281,25 +244,15 @@ def suite_tma(r: "Recorder") -> None:
         label = f"TMA copy sweep (stages {stages}, box {box[0]}x{box[1]}" + (f", run {run})" if run else ")")
         return key, label, config, make_launch
 
-    best = _sweep(r, [entry(*cfg) for cfg in tuple(tc.SWEEP) + tuple(tc.RUN_SWEEP)], nbytes, check)
-    if best is None:
-        _fail_all(r, "tma", TMA_LABELS, "error: no configuration of the sweep ran (see the sweep rows)")
-        return
-    m0, launch = best
-    config = dict(m0.config)
-    r.measure("numba_tma_copy", TMA_LABELS["numba_tma_copy"], "numba", "TB/s", nbytes, launch,
-              check(launch), config=config)
-    try:
+    def twin(c):
         tw = _Twin(r.twins())
-        box = tuple(config["box"])
+        box = tuple(c["box"])
         sm, dm = (ptr(m) for m in maps[box])
-        twin = lambda: tw.tma_copy(sm, dm, rows, cols, config["stages"], box,  # noqa: E731
-                                   config["grid"], config["run"])
-        r.measure("twin_tma_copy", TMA_LABELS["twin_tma_copy"], "cuda-c++", "TB/s", nbytes, twin,
-                  check(twin), config=config)
-    except Exception as e:
-        r.fail("twin_tma_copy", TMA_LABELS["twin_tma_copy"], "cuda-c++", "TB/s",
-               f"error: {type(e).__name__}: {e}")
+        return lambda: tw.tma_copy(sm, dm, rows, cols, c["stages"], box, c["grid"], c["run"])
+
+    copyrows.fastest_then_twin(r, tuple(SUITE_KEYS["tma"]), tuple(TMA_LABELS[k] for k in SUITE_KEYS["tma"]),
+                               [entry(*cfg) for cfg in tuple(tc.SWEEP) + tuple(tc.RUN_SWEEP)],
+                               nbytes, check, twin)
 
 
 SUITES = {"bulk": suite_bulk, "tma": suite_tma}

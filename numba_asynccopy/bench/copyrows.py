@@ -1,0 +1,81 @@
+"""What the three copy suites (staged ``copy``, ``bulk``, ``tma``) share: the
+output check, the torch copy row, the brief sweep and the fastest
+configuration's full timing beside its CUDA C++ twin.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+if TYPE_CHECKING:  # suites imports this module: no import of it at run time
+    from .suites import Recorder
+
+#: a sweep entry: key, label, config, and a factory that compiles the kernel
+#: and returns its launch
+Entry = tuple[str, str, dict, Callable[[], Callable[[], None]]]
+
+
+def copy_check(src, dst) -> Callable[[Callable[[], None]], Callable[[], str]]:
+    """check(launch): poison dst, launch, compare every word with src."""
+    from . import devutil as du
+
+    n = src.size
+
+    def make(launch):
+        return du.exact_check(launch, dst, src, f"{n} words (against the source)",
+                              f"all {n} words equal the source")
+    return make
+
+
+def torch_row(r: "Recorder", key: str, label: str, src, dst, nbytes: float, check) -> None:
+    """torch's device-to-device copy of ``src`` into ``dst``."""
+    try:
+        from .suites import _torch
+
+        torch = _torch()
+        # int32 views: torch has only partial support for uint32 tensors
+        tsrc = torch.as_tensor(src.view(np.int32), device="cuda")
+        tdst = torch.as_tensor(dst.view(np.int32), device="cuda")
+        run = lambda: tdst.copy_(tsrc)  # noqa: E731
+        r.measure(key, label, "torch", "TB/s", nbytes, run, check(run), config={"bytes": src.size * 4})
+    except Exception as e:
+        r.fail(key, label, "torch", "TB/s", f"error: {type(e).__name__}: {e}")
+
+
+def sweep(r: "Recorder", entries: list[Entry], nbytes: float, check) -> tuple | None:
+    """Measure each entry briefly; (measurement, launch) of the fastest ok one."""
+    best = None
+    for key, label, config, make_launch in entries:
+        try:
+            launch = make_launch()
+            m = r.measure(key, label, "numba", "TB/s", nbytes, launch, check(launch),
+                          reps=3 if r.quick else 7, config=config)
+            if m.status == "ok" and (best is None or m.ms < best[0].ms):
+                best = (m, launch)
+        except Exception as e:
+            r.fail(key, label, "numba", "TB/s", f"error: {type(e).__name__}: {e}")
+    return best
+
+
+def fastest_then_twin(r: "Recorder", keys: tuple[str, str], labels: tuple[str, str],
+                      entries: list[Entry], nbytes: float, check,
+                      make_twin: Callable[[dict], Callable[[], None]]) -> None:
+    """Sweep ``entries``, time the fastest fully under ``keys[0]``, then the
+    twin that ``make_twin(config)`` launches in that configuration under
+    ``keys[1]``."""
+    (key, twin_key), (label, twin_label) = keys, labels
+    best = sweep(r, entries, nbytes, check)
+    if best is None:
+        r.fail(key, label, "numba", "TB/s", "error: no configuration of the sweep ran (see the sweep rows)")
+        r.fail(twin_key, twin_label, "cuda-c++", "TB/s", "error: no configuration to mirror")
+        return
+    m0, launch = best
+    config = dict(m0.config)
+    r.measure(key, label, "numba", "TB/s", nbytes, launch, check(launch), config=config)
+    try:
+        twin = make_twin(config)
+        r.measure(twin_key, twin_label, "cuda-c++", "TB/s", nbytes, twin, check(twin), config=config)
+    except Exception as e:
+        r.fail(twin_key, twin_label, "cuda-c++", "TB/s", f"error: {type(e).__name__}: {e}")
