@@ -133,8 +133,12 @@ def commit_group():
     rt.validate(_dev.commit_group)
     th, blk = rt.current("commit_group")
     with blk.cond:
-        th.groups.append(th.uncommitted)
-        th.uncommitted = []
+        _commit(th)
+
+
+def _commit(th) -> None:
+    th.groups.append(th.uncommitted)
+    th.uncommitted = []
 
 
 def _retire(th, blk, keep: int) -> None:
@@ -168,8 +172,7 @@ def wait_all():
     rt.validate(_dev.wait_all)
     th, blk = rt.current("wait_all")
     with blk.cond:
-        th.groups.append(th.uncommitted)
-        th.uncommitted = []
+        _commit(th)
         _retire(th, blk, 0)
 
 
