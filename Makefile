@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test gpu-test gpu-notebooks gpu-sanitize gpu-sanitize-examples device-wheels clean
+.PHONY: demo test readme-table gpu-test gpu-notebooks gpu-sanitize gpu-sanitize-examples device-wheels clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -ra -q
 	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -ra -q tests/sim
+
+# the README's feature table, generated from the registry of PTX forms
+readme-table: $(STAMP)
+	$(PY) -c 'from numba_asynccopy._forms import write_readme_table as w; print("README feature table", "rewritten" if w("README.md") else "up to date")'
 
 # --- on the device machine (see README, "Development") -------------------
 # Uses the machine's python3 and packages plus the wheels carried in .whl.

@@ -65,7 +65,7 @@ def intrinsic(fn: Callable) -> Any:
                 bound.arguments[p.name] = types.Omitted(p.default)
             elif not isinstance(bound.arguments[p.name], types.Type):
                 bound.arguments[p.name] = types.Omitted(bound.arguments[p.name])
-        result = fn(*bound.args, **bound.kwargs)
+        result = _select_forms(fn, bound)
         if result is None:
             return None
         sig, codegen = result
@@ -78,7 +78,7 @@ def intrinsic(fn: Callable) -> Any:
         def lower(context, builder, lsig, args):
             gen = codegen
             if compile_cc() != typed_for:
-                gen = fn(*bound.args, **bound.kwargs)[1]
+                gen = _select_forms(fn, bound)[1]
             return gen(context, builder, lsig, args)
 
         return sig, lower
@@ -94,6 +94,16 @@ def intrinsic(fn: Callable) -> Any:
     llc = _LiteralFirstIntrinsic(fn.__name__, typer, target="cuda")
     llc._register()
     return llc
+
+
+def _select_forms(fn: Callable, bound: inspect.BoundArguments) -> Any:
+    """Run a typing function; every PTX form it selects from the registry
+    is gated against the compile target there (sm and PTX ISA), in the
+    intrinsic's name."""
+    from ._forms import selecting  # _forms imports this module
+
+    with selecting(fn.__name__):
+        return fn(*bound.args, **bound.kwargs)
 
 
 def _call_key(args, kws) -> tuple:

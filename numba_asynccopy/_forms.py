@@ -1,229 +1,512 @@
-"""THE table of PTX forms.
+"""THE registry of PTX forms.
 
-Each row names one PTX form: the opcode text lowering emits (a format
-string over the options the public call takes), the minimum PTX ISA and sm
-it needs, and the public function that emits it.  Validation (the sm check
-and its message), the README feature table and the tests read this table;
-no other module spells an opcode.
+Each row names one PTX form: the opcode template lowering fills in (its
+``{slots}`` are qualifier sets, listed as tuples in ``quals``), the operands,
+the documented syntax, the minimum PTX ISA and sm, the public functions that
+emit it, the family module that lowers it, and a one-line example statement.
+
+What reads it:
+
+- the gate: every form an intrinsic's typing selects with :func:`form` is
+  checked against the compile target's sm and the PTX ISA the installed
+  NVVM emits, once, by the intrinsic machinery (``_compat.intrinsic``);
+- the per-row CPU tests (compile ``example`` at ``min_sm``, find the opcode
+  and map it back to the row, expect the named error one target lower);
+- the simulator's family dispatch, ``__all__`` and the README feature table
+  (``make readme-table``);
+- ``ac.inspect``, which maps PTX instructions back to rows by expanding the
+  qualifier sets (no regular expressions over the syntax).
+
+No other module spells an opcode.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Iterator
 
 from ._compat import TypingError, compile_cc
+
+Quals = tuple[tuple[str, tuple[str, ...]], ...]
 
 
 @dataclass(frozen=True)
 class Form:
     key: str  # short stable name used by the code
-    opcode: str  # format string of the PTX opcode (operands are lowering's)
+    opcode: str  # template of the PTX opcode; {slot}s are filled from ``quals``
     syntax: str  # the documented PTX form, for docs and error messages
     min_ptx: str
     min_sm: int
-    api: str  # public function(s) that emit it
+    apis: tuple[str, ...]  # public functions that emit it ((): internal only)
     family: str  # module that lowers it
+    quals: Quals = ()  # slot -> every text it takes ("" = the qualifier is absent)
+    operands: tuple[str, ...] = ()  # PTX operands, as documented
+    example: str = ""  # one statement of a kernel (see ``EXAMPLE_PRELUDE``)
+    # a form an older toolkit falls back to: with PTX ISA >= ``replaced_from``
+    # lowering emits the row ``replaced_by`` instead
+    replaced_from: str | None = None
+    replaced_by: str | None = None
 
     @property
-    def apis(self) -> list[str]:
-        return [a.strip() for a in self.api.split(",")]
+    def api(self) -> str:
+        """The public functions as one comma-separated string."""
+        return ", ".join(self.apis)
 
-    def require_sm(self, api: str | None = None) -> None:
-        """Raise a TypingError when the kernel's target is older than the form."""
+    @property
+    def internal(self) -> bool:
+        """Emitted by lowering helpers (checked mode), not a public call."""
+        return not self.apis
+
+    def values(self, slot: str) -> tuple[str, ...]:
+        """Every text the qualifier slot ``slot`` takes."""
+        return dict(self.quals)[slot]
+
+    def expansions(self) -> Iterator[str]:
+        """Every concrete opcode this row stands for."""
+        names = [name for name, _ in self.quals]
+        for combo in itertools.product(*(vals for _, vals in self.quals)):
+            yield self.opcode.format(**dict(zip(names, combo)))
+
+    def gate(self, api: str | None = None) -> None:
+        """Raise a TypingError when the compile target's sm, or the PTX ISA
+        the installed NVVM emits, is older than the form needs."""
         cc = compile_cc()
         if cc is None:
             return
+        api = api or self.api
         sm = cc[0] * 10 + cc[1]
         if sm < self.min_sm:
             raise TypingError(
-                f"{api or self.api}: `{self.syntax}` needs sm_{self.min_sm} "
+                f"{api}: `{self.syntax}` needs sm_{self.min_sm} "
                 f"(PTX ISA {self.min_ptx}); this kernel is compiled for sm_{sm}"
             )
+        isa = nvvm_ptx_isa()
+        if isa is not None and isa < ptx_version(self.min_ptx):
+            raise TypingError(
+                f"{api}: `{self.syntax}` needs PTX ISA {self.min_ptx}; the installed "
+                f"NVVM emits PTX ISA {isa[0]}.{isa[1]} (install a newer CUDA toolkit "
+                "or the numba-cuda flavour that brings one)"
+            )
+
+    def require_sm(self, api: str | None = None) -> None:
+        """The gate (kept under its earlier name)."""
+        self.gate(api)
 
 
+def ptx_version(text: str) -> tuple[int, int]:
+    major, minor = text.split(".")
+    return int(major), int(minor)
+
+
+@functools.lru_cache(maxsize=None)
+def nvvm_ptx_isa() -> tuple[int, int] | None:
+    """PTX ISA version the installed NVVM emits (read from a tiny module it
+    compiles once per process), or None where there is no NVVM."""
+    try:
+        import llvmlite.ir as llir
+        from numba.cuda.cudadrv import nvvm
+
+        mod = llir.Module()
+        mod.triple = "nvptx64-nvidia-cuda"
+        mod.data_layout = nvvm.NVVM().data_layout
+        fn = llir.Function(mod, llir.FunctionType(llir.VoidType(), []), "f")
+        llir.IRBuilder(fn.append_basic_block()).ret_void()
+        nvvm.add_ir_version(mod)
+        ptx = nvvm.compile_ir(str(mod), arch="compute_90")
+    except Exception:  # no NVVM: nothing compiles, so nothing to gate
+        return None
+    text = ptx.decode() if isinstance(ptx, bytes) else ptx
+    for line in text.splitlines():
+        if line.strip().startswith(".version"):
+            return ptx_version(line.split()[1])
+    return None
+
+
+# qualifier sets several rows share
+_HINT = ("hint", ("", ".L2::cache_hint"))
+_RANK = ("rank", ("1", "2", "3", "4", "5"))
+_ARRIVE_ORDERS = tuple(f".{s}.{c}" for s in ("release", "relaxed") for c in ("cta", "cluster"))
+_WAIT_ORDERS = tuple(f".{s}.{c}" for s in ("acquire", "relaxed") for c in ("cta", "cluster"))
+_XYZ = ("axis", (".x", ".y", ".z"))
+_DSMEM_TYPES = ("s8", "u8", "s16", "u16", "b16", "s32", "u32", "f32", "s64", "u64", "f64")
+_REDUCE_OPS = ("add", "add.noftz", "min", "max", "inc", "dec", "and", "or", "xor")
+_REDUCE_TYPES = ("f16", "bf16", "u32", "s32", "u64", "s64", "f32", "f64", "b32", "b64")
+
+_F = Form
 _ROWS = [
     # --- cp.async (non-bulk) -------------------------------------------
-    Form("cp.async", "cp.async.{cache}.shared.global{hint}{prefetch}",
-         "cp.async.{ca,cg}.shared.global{.L2::cache_hint}{.L2::NB} [dst], [src], cp{, src_size|ignore_src}{, policy}",
-         "7.0", 80, "cp_async", "cp_async"),
-    Form("cp.async.commit_group", "cp.async.commit_group",
-         "cp.async.commit_group;", "7.0", 80, "commit_group", "cp_async"),
-    Form("cp.async.wait_group", "cp.async.wait_group",
-         "cp.async.wait_group N;", "7.0", 80, "wait_group", "cp_async"),
-    Form("cp.async.wait_all", "cp.async.wait_all",
-         "cp.async.wait_all;", "7.0", 80, "wait_all", "cp_async"),
-    Form("createpolicy", "createpolicy.fractional.L2::{primary}{secondary}.b64",
-         "createpolicy.fractional.L2::primary{.L2::secondary}.b64 policy, fraction;",
-         "7.4", 80, "createpolicy_fractional", "cp_async"),
-    Form("cp.async.mbarrier.arrive", "cp.async.mbarrier.arrive{noinc}.shared.b64",
-         "cp.async.mbarrier.arrive{.noinc}.shared.b64 [mbar];",
-         "7.0", 80, "cp_async_mbarrier_arrive", "mbarrier"),
+    _F("cp.async", "cp.async.{cache}.shared.global{hint}{prefetch}",
+       "cp.async.{ca,cg}.shared.global{.L2::cache_hint}{.L2::NB} [dst], [src], cp{, src_size|ignore_src}{, policy}",
+       "7.0", 80, ("cp_async",), "cp_async",
+       quals=(("cache", ("ca", "cg")), _HINT, ("prefetch", ("", ".L2::64B", ".L2::128B", ".L2::256B"))),
+       operands=("[dst]", "[src]", "cp-size", "src-size|ignore-src", "cache-policy"),
+       example="ac.cp_async(sh[0:4], g[0:4], 16)"),
+    _F("cp.async.commit_group", "cp.async.commit_group",
+       "cp.async.commit_group;", "7.0", 80, ("commit_group",), "cp_async",
+       example="ac.commit_group()"),
+    _F("cp.async.wait_group", "cp.async.wait_group",
+       "cp.async.wait_group N;", "7.0", 80, ("wait_group",), "cp_async",
+       operands=("N",), example="ac.wait_group(1)"),
+    _F("cp.async.wait_all", "cp.async.wait_all",
+       "cp.async.wait_all;", "7.0", 80, ("wait_all",), "cp_async",
+       example="ac.wait_all()"),
+    _F("createpolicy", "createpolicy.fractional.L2::{primary}{secondary}.b64",
+       "createpolicy.fractional.L2::primary{.L2::secondary}.b64 policy, fraction;",
+       "7.4", 80, ("createpolicy_fractional",), "cp_async",
+       quals=(("primary", ("evict_last", "evict_normal", "evict_first", "evict_unchanged")),
+              ("secondary", ("", ".L2::evict_first", ".L2::evict_unchanged"))),
+       operands=("policy", "fraction"),
+       example='out[0] = ac.createpolicy_fractional("evict_first")'),
+    _F("cp.async.mbarrier.arrive", "cp.async.mbarrier.arrive{noinc}.shared.b64",
+       "cp.async.mbarrier.arrive{.noinc}.shared.b64 [mbar];",
+       "7.0", 80, ("cp_async_mbarrier_arrive",), "mbarrier",
+       quals=(("noinc", ("", ".noinc")),), operands=("[mbar]",),
+       example="ac.cp_async_mbarrier_arrive(bars[0:])"),
     # --- mbarrier ------------------------------------------------------
-    Form("mbarrier.init", "mbarrier.init.shared.b64",
-         "mbarrier.init.shared.b64 [a], count;", "7.0", 80, "mbarrier_init", "mbarrier"),
-    Form("mbarrier.inval", "mbarrier.inval.shared.b64",
-         "mbarrier.inval.shared.b64 [a];", "7.0", 80, "mbarrier_inval", "mbarrier"),
-    Form("mbarrier.arrive", "mbarrier.arrive.shared.b64",
-         "mbarrier.arrive.shared.b64 state, [a];", "7.0", 80, "mbarrier_arrive", "mbarrier"),
-    Form("mbarrier.arrive.count", "mbarrier.arrive{sem}.shared::cta.b64",
-         "mbarrier.arrive{.sem.scope}.shared::cta.b64 state, [a], count;",
-         "7.8", 90, "mbarrier_arrive", "mbarrier"),
-    Form("mbarrier.arrive.sem", "mbarrier.arrive{sem}.shared::cta.b64",
-         "mbarrier.arrive.{release,relaxed}.{cta,cluster}.shared::cta.b64 state, [a]{, count};",
-         "8.0", 90, "mbarrier_arrive", "mbarrier"),
-    Form("mbarrier.arrive.noComplete", "mbarrier.arrive.noComplete.shared.b64",
-         "mbarrier.arrive.noComplete.shared.b64 state, [a], count;",
-         "7.0", 80, "mbarrier_arrive_no_complete", "mbarrier"),
-    Form("mbarrier.arrive_drop", "mbarrier.arrive_drop.shared.b64",
-         "mbarrier.arrive_drop.shared.b64 state, [a];", "7.0", 80, "mbarrier_arrive_drop", "mbarrier"),
-    Form("mbarrier.arrive_drop.count", "mbarrier.arrive_drop{sem}.shared::cta.b64",
-         "mbarrier.arrive_drop{.sem.scope}.shared::cta.b64 state, [a], count;",
-         "7.8", 90, "mbarrier_arrive_drop", "mbarrier"),
-    Form("mbarrier.arrive_drop.noComplete", "mbarrier.arrive_drop.noComplete.shared.b64",
-         "mbarrier.arrive_drop.noComplete.shared.b64 state, [a], count;",
-         "7.0", 80, "mbarrier_arrive_drop_no_complete", "mbarrier"),
-    Form("mbarrier.expect_tx", "mbarrier.expect_tx{sem}.shared::cta.b64",
-         "mbarrier.expect_tx{.relaxed.scope}.shared::cta.b64 [a], tx;",
-         "8.0", 90, "mbarrier_expect_tx", "mbarrier"),
-    Form("mbarrier.complete_tx", "mbarrier.complete_tx{sem}.shared::cta.b64",
-         "mbarrier.complete_tx{.relaxed.scope}.shared::cta.b64 [a], tx;",
-         "8.0", 90, "mbarrier_complete_tx", "mbarrier"),
-    Form("mbarrier.arrive.expect_tx", "mbarrier.arrive.expect_tx{sem}.shared::cta.b64",
-         "mbarrier.arrive.expect_tx{.sem.scope}.shared::cta.b64 state, [a], tx;",
-         "8.0", 90, "mbarrier_arrive_expect_tx", "mbarrier"),
-    Form("mbarrier.test_wait", "mbarrier.test_wait{sem}.shared.b64",
-         "mbarrier.test_wait{.acquire.scope}.shared.b64 p, [a], state;",
-         "7.0", 80, "mbarrier_test_wait", "mbarrier"),
-    Form("mbarrier.test_wait.parity", "mbarrier.test_wait.parity{sem}.shared.b64",
-         "mbarrier.test_wait.parity{.acquire.scope}.shared.b64 p, [a], parity;",
-         "7.1", 80, "mbarrier_test_wait_parity", "mbarrier"),
-    Form("mbarrier.try_wait", "mbarrier.try_wait{sem}.shared::cta.b64",
-         "mbarrier.try_wait{.acquire.scope}.shared::cta.b64 p, [a], state{, hint_ns};",
-         "7.8", 90, "mbarrier_try_wait", "mbarrier"),
-    Form("mbarrier.try_wait.parity", "mbarrier.try_wait.parity{sem}.shared::cta.b64",
-         "mbarrier.try_wait.parity{.acquire.scope}.shared::cta.b64 p, [a], parity{, hint_ns};",
-         "7.8", 90, "mbarrier_try_wait_parity", "mbarrier"),
-    Form("mbarrier.wait.sem", "mbarrier.{op}{sem}.shared::cta.b64",
-         "mbarrier.{test_wait,try_wait}{.parity}.{acquire,relaxed}.{cta,cluster}.shared::cta.b64 p, [a], state|parity;",
-         "8.0", 90,
-         "mbarrier_test_wait, mbarrier_test_wait_parity, mbarrier_try_wait, mbarrier_try_wait_parity",
-         "mbarrier"),
-    Form("mbarrier.pending_count", "mbarrier.pending_count.b64",
-         "mbarrier.pending_count.b64 n, state;", "7.0", 80, "mbarrier_pending_count", "mbarrier"),
+    _F("mbarrier.init", "mbarrier.init.shared.b64",
+       "mbarrier.init.shared.b64 [a], count;", "7.0", 80, ("mbarrier_init",), "mbarrier",
+       operands=("[a]", "count"), example="ac.mbarrier_init(bars[0:], 32)"),
+    _F("mbarrier.inval", "mbarrier.inval.shared.b64",
+       "mbarrier.inval.shared.b64 [a];", "7.0", 80, ("mbarrier_inval",), "mbarrier",
+       operands=("[a]",), example="ac.mbarrier_inval(bars[0:])"),
+    _F("mbarrier.arrive", "mbarrier.arrive.shared.b64",
+       "mbarrier.arrive.shared.b64 state, [a];", "7.0", 80, ("mbarrier_arrive",), "mbarrier",
+       operands=("state", "[a]"), example="out[0] = ac.mbarrier_arrive(bars[0:])"),
+    _F("mbarrier.arrive.count", "mbarrier.arrive{sem}.shared::cta.b64",
+       "mbarrier.arrive{.sem.scope}.shared::cta.b64 state, [a], count;",
+       "7.8", 90, ("mbarrier_arrive",), "mbarrier",
+       quals=(("sem", ("",)),), operands=("state", "[a]", "count"),
+       example="out[0] = ac.mbarrier_arrive(bars[0:], 2)"),
+    _F("mbarrier.arrive.sem", "mbarrier.arrive{sem}.shared::cta.b64",
+       "mbarrier.arrive.{release,relaxed}.{cta,cluster}.shared::cta.b64 state, [a]{, count};",
+       "8.0", 90, ("mbarrier_arrive",), "mbarrier",
+       quals=(("sem", _ARRIVE_ORDERS),), operands=("state", "[a]", "count"),
+       example='out[0] = ac.mbarrier_arrive(bars[0:], sem="relaxed", scope="cluster")'),
+    _F("mbarrier.arrive.noComplete", "mbarrier.arrive.noComplete.shared.b64",
+       "mbarrier.arrive.noComplete.shared.b64 state, [a], count;",
+       "7.0", 80, ("mbarrier_arrive_no_complete",), "mbarrier",
+       operands=("state", "[a]", "count"),
+       example="out[0] = ac.mbarrier_arrive_no_complete(bars[0:], 2)"),
+    _F("mbarrier.arrive_drop", "mbarrier.arrive_drop.shared.b64",
+       "mbarrier.arrive_drop.shared.b64 state, [a];", "7.0", 80, ("mbarrier_arrive_drop",),
+       "mbarrier", operands=("state", "[a]"),
+       example="out[0] = ac.mbarrier_arrive_drop(bars[0:])"),
+    _F("mbarrier.arrive_drop.count", "mbarrier.arrive_drop{sem}.shared::cta.b64",
+       "mbarrier.arrive_drop{.sem.scope}.shared::cta.b64 state, [a], count;",
+       "7.8", 90, ("mbarrier_arrive_drop",), "mbarrier",
+       quals=(("sem", ("",) + _ARRIVE_ORDERS),), operands=("state", "[a]", "count"),
+       example="out[0] = ac.mbarrier_arrive_drop(bars[0:], 2)"),
+    _F("mbarrier.arrive_drop.noComplete", "mbarrier.arrive_drop.noComplete.shared.b64",
+       "mbarrier.arrive_drop.noComplete.shared.b64 state, [a], count;",
+       "7.0", 80, ("mbarrier_arrive_drop_no_complete",), "mbarrier",
+       operands=("state", "[a]", "count"),
+       example="out[0] = ac.mbarrier_arrive_drop_no_complete(bars[0:], 2)"),
+    _F("mbarrier.expect_tx", "mbarrier.expect_tx{sem}.shared::cta.b64",
+       "mbarrier.expect_tx{.relaxed.scope}.shared::cta.b64 [a], tx;",
+       "8.0", 90, ("mbarrier_expect_tx",), "mbarrier",
+       quals=(("sem", ("", ".relaxed.cta", ".relaxed.cluster")),), operands=("[a]", "tx"),
+       example="ac.mbarrier_expect_tx(bars[0:], 256)"),
+    _F("mbarrier.complete_tx", "mbarrier.complete_tx{sem}.shared::cta.b64",
+       "mbarrier.complete_tx{.relaxed.scope}.shared::cta.b64 [a], tx;",
+       "8.0", 90, ("mbarrier_complete_tx",), "mbarrier",
+       quals=(("sem", ("", ".relaxed.cta", ".relaxed.cluster")),), operands=("[a]", "tx"),
+       example="ac.mbarrier_complete_tx(bars[0:], 256)"),
+    _F("mbarrier.arrive.expect_tx", "mbarrier.arrive.expect_tx{sem}.shared::cta.b64",
+       "mbarrier.arrive.expect_tx{.sem.scope}.shared::cta.b64 state, [a], tx;",
+       "8.0", 90, ("mbarrier_arrive_expect_tx",), "mbarrier",
+       quals=(("sem", ("",) + _ARRIVE_ORDERS),), operands=("state", "[a]", "tx"),
+       example="out[0] = ac.mbarrier_arrive_expect_tx(bars[0:], 256)"),
+    _F("mbarrier.test_wait", "mbarrier.test_wait{sem}.shared.b64",
+       "mbarrier.test_wait{.acquire.scope}.shared.b64 p, [a], state;",
+       "7.0", 80, ("mbarrier_test_wait", "mbarrier_wait"), "mbarrier",
+       quals=(("sem", ("",)),), operands=("p", "[a]", "state"),
+       example="out[0] = ac.mbarrier_test_wait(bars[0:], out[1])"),
+    _F("mbarrier.test_wait.parity", "mbarrier.test_wait.parity{sem}.shared.b64",
+       "mbarrier.test_wait.parity{.acquire.scope}.shared.b64 p, [a], parity;",
+       "7.1", 80, ("mbarrier_test_wait_parity", "mbarrier_wait_parity"), "mbarrier",
+       quals=(("sem", ("",)),), operands=("p", "[a]", "parity"),
+       example="out[0] = ac.mbarrier_test_wait_parity(bars[0:], 1)"),
+    _F("mbarrier.try_wait", "mbarrier.try_wait{sem}.shared::cta.b64",
+       "mbarrier.try_wait{.acquire.scope}.shared::cta.b64 p, [a], state{, hint_ns};",
+       "7.8", 90, ("mbarrier_try_wait", "mbarrier_wait"), "mbarrier",
+       quals=(("sem", ("",)),), operands=("p", "[a]", "state", "suspendTimeHint"),
+       example="out[0] = ac.mbarrier_try_wait(bars[0:], out[1])"),
+    _F("mbarrier.try_wait.parity", "mbarrier.try_wait.parity{sem}.shared::cta.b64",
+       "mbarrier.try_wait.parity{.acquire.scope}.shared::cta.b64 p, [a], parity{, hint_ns};",
+       "7.8", 90, ("mbarrier_try_wait_parity", "mbarrier_wait_parity"), "mbarrier",
+       quals=(("sem", ("",)),), operands=("p", "[a]", "parity", "suspendTimeHint"),
+       example="out[0] = ac.mbarrier_try_wait_parity(bars[0:], 1, 1000)"),
+    _F("mbarrier.wait.sem", "mbarrier.{op}{sem}.shared::cta.b64",
+       "mbarrier.{test_wait,try_wait}{.parity}.{acquire,relaxed}.{cta,cluster}.shared::cta.b64 p, [a], state|parity;",
+       "8.0", 90,
+       ("mbarrier_test_wait", "mbarrier_test_wait_parity", "mbarrier_try_wait",
+        "mbarrier_try_wait_parity"),
+       "mbarrier",
+       quals=(("op", ("test_wait", "test_wait.parity", "try_wait", "try_wait.parity")),
+              ("sem", _WAIT_ORDERS)),
+       operands=("p", "[a]", "state|parity"),
+       example='out[0] = ac.mbarrier_try_wait_parity(bars[0:], 0, sem="relaxed", scope="cluster")'),
+    _F("mbarrier.pending_count", "mbarrier.pending_count.b64",
+       "mbarrier.pending_count.b64 n, state;", "7.0", 80, ("mbarrier_pending_count",),
+       "mbarrier", operands=("n", "state"),
+       example="out[0] = ac.mbarrier_pending_count(out[1])"),
     # --- fences and warp election ---------------------------------------
-    Form("fence.proxy.async", "fence.proxy.async{space}",
-         "fence.proxy.async{.global,.shared::cta,.shared::cluster};",
-         "8.0", 90, "fence_proxy_async", "fence"),
-    Form("fence.mbarrier_init", "fence.mbarrier_init.release.cluster",
-         "fence.mbarrier_init.release.cluster;", "8.0", 90, "fence_mbarrier_init", "fence"),
-    Form("fence.acq_rel.cluster", "fence.acq_rel.cluster",
-         "fence.acq_rel.cluster;", "7.8", 90, "fence_acq_rel_cluster", "fence"),
-    Form("elect.sync", "elect.sync",
-         "elect.sync d|p, membermask;", "8.0", 90, "elect_sync", "fence"),
+    _F("fence.proxy.async", "fence.proxy.async{space}",
+       "fence.proxy.async{.global,.shared::cta,.shared::cluster};",
+       "8.0", 90, ("fence_proxy_async",), "fence",
+       quals=(("space", ("", ".global", ".shared::cta", ".shared::cluster")),),
+       example='ac.fence_proxy_async("shared::cta")'),
+    _F("fence.mbarrier_init", "fence.mbarrier_init.release.cluster",
+       "fence.mbarrier_init.release.cluster;", "8.0", 90, ("fence_mbarrier_init",), "fence",
+       example="ac.fence_mbarrier_init()"),
+    _F("fence.acq_rel.cluster", "fence.acq_rel.cluster",
+       "fence.acq_rel.cluster;", "7.8", 90, ("fence_acq_rel_cluster",), "fence",
+       example="ac.fence_acq_rel_cluster()"),
+    _F("elect.sync", "elect.sync",
+       "elect.sync d|p, membermask;", "8.0", 90, ("elect_sync",), "fence",
+       operands=("d|p", "membermask"), example="out[0] = ac.elect_sync()"),
     # --- clusters: special registers, barrier, DSMEM, remote mbarriers ----
-    Form("sreg.cluster_ctarank", "%cluster_ctarank", "mov.u32 d, %cluster_ctarank;",
-         "7.8", 90, "cluster_cta_rank", "cluster"),
-    Form("sreg.cluster_nctarank", "%cluster_nctarank", "mov.u32 d, %cluster_nctarank;",
-         "7.8", 90, "cluster_num_ctas", "cluster"),
-    Form("sreg.cluster_ctaid", "%cluster_ctaid", "mov.u32 d, %cluster_ctaid.{x,y,z};",
-         "7.8", 90, "cluster_cta_id", "cluster"),
-    Form("sreg.cluster_nctaid", "%cluster_nctaid", "mov.u32 d, %cluster_nctaid.{x,y,z};",
-         "7.8", 90, "cluster_dim", "cluster"),
-    Form("sreg.clusterid", "%clusterid", "mov.u32 d, %clusterid.{x,y,z};",
-         "7.8", 90, "cluster_id", "cluster"),
-    Form("sreg.nclusterid", "%nclusterid", "mov.u32 d, %nclusterid.{x,y,z};",
-         "7.8", 90, "num_clusters", "cluster"),
-    Form("sreg.is_explicit_cluster", "%is_explicit_cluster", "mov.pred p, %is_explicit_cluster;",
-         "7.8", 90, "is_explicit_cluster", "cluster"),
-    Form("barrier.cluster.arrive", "barrier.cluster.arrive{sem}{aligned}",
-         "barrier.cluster.arrive{.release,.relaxed}{.aligned};",
-         "8.0", 90, "cluster_arrive", "cluster"),
-    Form("barrier.cluster.wait", "barrier.cluster.wait.acquire{aligned}",
-         "barrier.cluster.wait.acquire{.aligned};", "8.0", 90, "cluster_wait", "cluster"),
-    Form("mapa", "mapa.shared::cluster.u32", "mapa.shared::cluster.u32 d, a, rank;",
-         "7.8", 90, "dsmem_load", "cluster"),
-    Form("mapa.generic", "mapa.u64", "mapa.u64 d, a, rank;",
-         "7.8", 90, "map_shared_rank", "cluster"),
-    Form("ld.shared::cluster", "ld.shared::cluster.{type}", "ld.shared::cluster.T d, [a];",
-         "7.8", 90, "dsmem_load", "cluster"),
-    Form("st.shared::cluster", "st.shared::cluster.{type}", "st.shared::cluster.T [a], v;",
-         "7.8", 90, "dsmem_store", "cluster"),
-    Form("atom.shared::cluster.add", "atom.shared::cluster.add.{type}",
-         "atom.shared::cluster.add.{u32,s32,u64,f32,f64} d, [a], v;",
-         "7.8", 90, "dsmem_atomic_add", "cluster"),
-    Form("mbarrier.arrive.remote", "mbarrier.arrive.release.cluster.shared::cluster.b64",
-         "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote]{, count};",
-         "8.0", 90, "mbarrier_arrive_remote", "cluster"),
-    Form("mbarrier.expect_tx.remote", "mbarrier.expect_tx.relaxed.cluster.shared::cluster.b64",
-         "mbarrier.expect_tx.relaxed.cluster.shared::cluster.b64 [remote], tx;",
-         "8.0", 90, "mbarrier_expect_tx_remote", "cluster"),
-    Form("mbarrier.arrive.expect_tx.remote",
-         "mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64",
-         "mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [remote], tx;",
-         "8.0", 90, "mbarrier_arrive_expect_tx_remote", "cluster"),
-    Form("cp.async.bulk.cluster",
-         "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes",
-         "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [dst], [src], size, [mbar];",
-         "8.0", 90, "cp_async_bulk_cluster", "cluster_copy"),
-    Form("cluster_dims", ".reqnctapercluster", ".explicitcluster .reqnctapercluster x, y, z",
-         "7.8", 90, "cluster_dims", "host.launch"),
+    # special registers: the opcode is the register ``mov`` reads
+    _F("sreg.cluster_ctarank", "%cluster_ctarank", "mov.u32 d, %cluster_ctarank;",
+       "7.8", 90, ("cluster_cta_rank",), "cluster",
+       example="out[0] = ac.cluster_cta_rank()"),
+    _F("sreg.cluster_nctarank", "%cluster_nctarank", "mov.u32 d, %cluster_nctarank;",
+       "7.8", 90, ("cluster_num_ctas",), "cluster",
+       example="out[0] = ac.cluster_num_ctas()"),
+    _F("sreg.cluster_ctaid", "%cluster_ctaid{axis}", "mov.u32 d, %cluster_ctaid.{x,y,z};",
+       "7.8", 90, ("cluster_cta_id",), "cluster", quals=(_XYZ,),
+       example="out[0] = ac.cluster_cta_id()[0]"),
+    _F("sreg.cluster_nctaid", "%cluster_nctaid{axis}", "mov.u32 d, %cluster_nctaid.{x,y,z};",
+       "7.8", 90, ("cluster_dim",), "cluster", quals=(_XYZ,),
+       example="out[0] = ac.cluster_dim()[1]"),
+    _F("sreg.clusterid", "%clusterid{axis}", "mov.u32 d, %clusterid.{x,y,z};",
+       "7.8", 90, ("cluster_id",), "cluster", quals=(_XYZ,),
+       example="out[0] = ac.cluster_id()[2]"),
+    _F("sreg.nclusterid", "%nclusterid{axis}", "mov.u32 d, %nclusterid.{x,y,z};",
+       "7.8", 90, ("num_clusters",), "cluster", quals=(_XYZ,),
+       example="out[0] = ac.num_clusters()[0]"),
+    _F("sreg.is_explicit_cluster", "%is_explicit_cluster", "mov.pred p, %is_explicit_cluster;",
+       "7.8", 90, ("is_explicit_cluster",), "cluster",
+       example="out[0] = ac.is_explicit_cluster()"),
+    _F("barrier.cluster.arrive", "barrier.cluster.arrive{sem}{aligned}",
+       "barrier.cluster.arrive{.release,.relaxed}{.aligned};",
+       "8.0", 90, ("cluster_arrive", "cluster_sync"), "cluster",
+       quals=(("sem", (".release", ".relaxed")), ("aligned", ("", ".aligned"))),
+       example='ac.cluster_arrive("relaxed", aligned=True)'),
+    _F("barrier.cluster.wait", "barrier.cluster.wait.acquire{aligned}",
+       "barrier.cluster.wait.acquire{.aligned};", "8.0", 90, ("cluster_wait", "cluster_sync"),
+       "cluster", quals=(("aligned", ("", ".aligned")),), example="ac.cluster_wait()"),
+    _F("mapa", "mapa.shared::cluster.u32", "mapa.shared::cluster.u32 d, a, rank;",
+       "7.8", 90, ("dsmem_load", "dsmem_store", "dsmem_atomic_add", "mbarrier_arrive_remote",
+                   "mbarrier_expect_tx_remote", "mbarrier_arrive_expect_tx_remote",
+                   "cp_async_bulk_cluster"),
+       "cluster", operands=("d", "a", "rank"), example="sh[0] = ac.dsmem_load(sh, 1, 3)"),
+    _F("mapa.generic", "mapa.u64", "mapa.u64 d, a, rank;",
+       "7.8", 90, ("map_shared_rank",), "cluster", operands=("d", "a", "rank"),
+       example="ac.map_shared_rank(sh, 1)[0] = 1.0"),
+    _F("ld.shared::cluster", "ld.shared::cluster.{type}", "ld.shared::cluster.T d, [a];",
+       "7.8", 90, ("dsmem_load",), "cluster", quals=(("type", _DSMEM_TYPES),),
+       operands=("d", "[a]"), example="sh[0] = ac.dsmem_load(sh, 1, 3)"),
+    _F("st.shared::cluster", "st.shared::cluster.{type}", "st.shared::cluster.T [a], v;",
+       "7.8", 90, ("dsmem_store",), "cluster", quals=(("type", _DSMEM_TYPES),),
+       operands=("[a]", "v"), example="ac.dsmem_store(sh, 1, 3, 2.0)"),
+    _F("atom.shared::cluster.add", "atom.shared::cluster.add.{type}",
+       "atom.shared::cluster.add.{u32,s32,u64,f32,f64} d, [a], v;",
+       "7.8", 90, ("dsmem_atomic_add",), "cluster",
+       quals=(("type", ("u32", "s32", "u64", "f32", "f64")),), operands=("d", "[a]", "v"),
+       example="sh[0] = ac.dsmem_atomic_add(sh, 1, 3, 2.0)"),
+    _F("mbarrier.arrive.remote", "mbarrier.arrive.release.cluster.shared::cluster.b64",
+       "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote]{, count};",
+       "8.0", 90, ("mbarrier_arrive_remote",), "cluster", operands=("_", "[remote]", "count"),
+       example="ac.mbarrier_arrive_remote(bars[0:], 1)"),
+    _F("mbarrier.expect_tx.remote", "mbarrier.expect_tx.relaxed.cluster.shared::cluster.b64",
+       "mbarrier.expect_tx.relaxed.cluster.shared::cluster.b64 [remote], tx;",
+       "8.0", 90, ("mbarrier_expect_tx_remote",), "cluster", operands=("[remote]", "tx"),
+       example="ac.mbarrier_expect_tx_remote(bars[0:], 1, 256)"),
+    _F("mbarrier.arrive.expect_tx.remote",
+       "mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64",
+       "mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [remote], tx;",
+       "8.0", 90, ("mbarrier_arrive_expect_tx_remote",), "cluster",
+       operands=("_", "[remote]", "tx"),
+       example="ac.mbarrier_arrive_expect_tx_remote(bars[0:], 1, 256)"),
+    _F("cp.async.bulk.cluster",
+       "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes",
+       "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [dst], [src], size, [mbar];",
+       "8.0", 90, ("cp_async_bulk_cluster",), "cluster_copy",
+       operands=("[dstMem]", "[srcMem]", "size", "[mbar]"),
+       example="ac.cp_async_bulk_cluster(sh[0:64], sh[64:128], 16, bars[0:], 1)"),
+    _F("cluster_dims", ".reqnctapercluster", ".explicitcluster .reqnctapercluster x, y, z",
+       "7.8", 90, ("cluster_dims",), "cluster", operands=("x", "y", "z"),
+       example="ac.cluster_dims(2)"),
     # --- bulk copies (bulk.py) --------------------------------------------
-    Form("cp.async.bulk.g2s",
-         "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes{hint}",
-         "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes{.L2::cache_hint} [dst], [src], size, [mbar]{, policy};",
-         "8.0", 90, "cp_async_bulk_g2s", "bulk"),
-    Form("cp.async.bulk.g2s.cta",
-         "cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes{hint}",
-         "cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes{.L2::cache_hint} [dst], [src], size, [mbar]{, policy};",
-         "8.6", 90, "cp_async_bulk_g2s", "bulk"),
-    Form("cp.async.bulk.g2s.multicast",
-         "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster{hint}",
-         "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster{.L2::cache_hint} [dst], [src], size, [mbar], ctaMask{, policy};",
-         "8.0", 90, "cp_async_bulk_g2s", "bulk"),
-    Form("cp.async.bulk.s2g", "cp.async.bulk.global.shared::cta.bulk_group{hint}",
-         "cp.async.bulk.global.shared::cta.bulk_group{.L2::cache_hint} [dst], [src], size{, policy};",
-         "8.0", 90, "cp_async_bulk_s2g", "bulk"),
-    Form("cp.reduce.async.bulk.s2g",
-         "cp.reduce.async.bulk.global.shared::cta.bulk_group{hint}.{op}.{type}",
-         "cp.reduce.async.bulk.global.shared::cta.bulk_group{.L2::cache_hint}.op{.noftz}.type [dst], [src], size{, policy};",
-         "8.0", 90, "cp_reduce_async_bulk_s2g", "bulk"),
-    Form("cp.async.bulk.prefetch.L2", "cp.async.bulk.prefetch.L2.global{hint}",
-         "cp.async.bulk.prefetch.L2.global{.L2::cache_hint} [src], size{, policy};",
-         "8.0", 90, "cp_async_bulk_prefetch_l2", "bulk"),
-    Form("cp.async.bulk.commit_group", "cp.async.bulk.commit_group",
-         "cp.async.bulk.commit_group;", "8.0", 90, "bulk_commit_group", "bulk"),
-    Form("cp.async.bulk.wait_group", "cp.async.bulk.wait_group{read}",
-         "cp.async.bulk.wait_group{.read} N;", "8.0", 90, "bulk_wait_group", "bulk"),
+    _F("cp.async.bulk.g2s",
+       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes{hint}",
+       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes{.L2::cache_hint} [dst], [src], size, [mbar]{, policy};",
+       "8.0", 90, ("cp_async_bulk_g2s",), "bulk", quals=(_HINT,),
+       operands=("[dstMem]", "[srcMem]", "size", "[mbar]", "policy"),
+       example="ac.cp_async_bulk_g2s(sh[0:64], g[0:64], bars[0:])",
+       replaced_from="8.6", replaced_by="cp.async.bulk.g2s.cta"),
+    _F("cp.async.bulk.g2s.cta",
+       "cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes{hint}",
+       "cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes{.L2::cache_hint} [dst], [src], size, [mbar]{, policy};",
+       "8.6", 90, ("cp_async_bulk_g2s",), "bulk", quals=(_HINT,),
+       operands=("[dstMem]", "[srcMem]", "size", "[mbar]", "policy"),
+       example="ac.cp_async_bulk_g2s(sh[0:64], g[0:64], bars[0:])"),
+    _F("cp.async.bulk.g2s.multicast",
+       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster{hint}",
+       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster{.L2::cache_hint} [dst], [src], size, [mbar], ctaMask{, policy};",
+       "8.0", 90, ("cp_async_bulk_g2s",), "bulk", quals=(_HINT,),
+       operands=("[dstMem]", "[srcMem]", "size", "[mbar]", "ctaMask", "policy"),
+       example="ac.cp_async_bulk_g2s(sh[0:64], g[0:64], bars[0:], multicast_mask=3)"),
+    _F("cp.async.bulk.s2g", "cp.async.bulk.global.shared::cta.bulk_group{hint}",
+       "cp.async.bulk.global.shared::cta.bulk_group{.L2::cache_hint} [dst], [src], size{, policy};",
+       "8.0", 90, ("cp_async_bulk_s2g",), "bulk", quals=(_HINT,),
+       operands=("[dstMem]", "[srcMem]", "size", "policy"),
+       example="ac.cp_async_bulk_s2g(g[0:64], sh[0:64])"),
+    _F("cp.reduce.async.bulk.s2g",
+       "cp.reduce.async.bulk.global.shared::cta.bulk_group{hint}.{op}.{type}",
+       "cp.reduce.async.bulk.global.shared::cta.bulk_group{.L2::cache_hint}.op{.noftz}.type [dst], [src], size{, policy};",
+       "8.0", 90, ("cp_reduce_async_bulk_s2g",), "bulk",
+       quals=(_HINT, ("op", _REDUCE_OPS), ("type", _REDUCE_TYPES)),
+       operands=("[dstMem]", "[srcMem]", "size", "policy"),
+       example='ac.cp_reduce_async_bulk_s2g(g[0:64], sh[0:64], "add")'),
+    _F("cp.async.bulk.prefetch.L2", "cp.async.bulk.prefetch.L2.global{hint}",
+       "cp.async.bulk.prefetch.L2.global{.L2::cache_hint} [src], size{, policy};",
+       "8.0", 90, ("cp_async_bulk_prefetch_l2",), "bulk", quals=(_HINT,),
+       operands=("[srcMem]", "size", "policy"),
+       example="ac.cp_async_bulk_prefetch_l2(g[0:64])"),
+    _F("cp.async.bulk.commit_group", "cp.async.bulk.commit_group",
+       "cp.async.bulk.commit_group;", "8.0", 90, ("bulk_commit_group",), "bulk",
+       example="ac.bulk_commit_group()"),
+    _F("cp.async.bulk.wait_group", "cp.async.bulk.wait_group{read}",
+       "cp.async.bulk.wait_group{.read} N;", "8.0", 90, ("bulk_wait_group",), "bulk",
+       quals=(("read", ("", ".read")),), operands=("N",),
+       example="ac.bulk_wait_group(0, read=True)"),
     # --- tensor (TMA) copies (tensor.py) ------------------------------------
-    Form("cp.async.bulk.tensor.g2s",
-         "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes{hint}",
-         "cp.async.bulk.tensor.{1..5}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes{.L2::cache_hint} [dst], [tmap, {c...}], [mbar]{, policy};",
-         "8.0", 90, "cp_async_bulk_tensor_load", "tensor"),
-    Form("cp.async.bulk.tensor.g2s.multicast",
-         "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster{hint}",
-         "cp.async.bulk.tensor.{1..5}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster{.L2::cache_hint} [dst], [tmap, {c...}], [mbar], ctaMask{, policy};",
-         "8.0", 90, "cp_async_bulk_tensor_load", "tensor"),
-    Form("cp.async.bulk.tensor.s2g",
-         "cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group{hint}",
-         "cp.async.bulk.tensor.{1..5}d.global.shared::cta.tile.bulk_group{.L2::cache_hint} [tmap, {c...}], [src]{, policy};",
-         "8.0", 90, "cp_async_bulk_tensor_store", "tensor"),
-    Form("cp.reduce.async.bulk.tensor",
-         "cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta.{op}.tile.bulk_group{hint}",
-         "cp.reduce.async.bulk.tensor.{1..5}d.global.shared::cta.op.tile.bulk_group{.L2::cache_hint} [tmap, {c...}], [src]{, policy};",
-         "8.0", 90, "cp_reduce_async_bulk_tensor", "tensor"),
-    Form("prefetch.tensormap", "prefetch.tensormap",
-         "prefetch.tensormap [tmap];", "8.0", 90, "prefetch_tensormap", "tensor"),
-    Form("fence.proxy.tensormap", "fence.proxy.tensormap::generic.acquire.{scope}",
-         "fence.proxy.tensormap::generic.acquire.{cta,cluster,gpu,sys} [tmap], 128;",
-         "8.3", 90, "fence_proxy_tensormap", "tensor"),
+    _F("cp.async.bulk.tensor.g2s",
+       "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes{hint}",
+       "cp.async.bulk.tensor.{1..5}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes{.L2::cache_hint} [dst], [tmap, {c...}], [mbar]{, policy};",
+       "8.0", 90, ("cp_async_bulk_tensor_load",), "tensor", quals=(_RANK, _HINT),
+       operands=("[dstMem]", "[tensorMap, tensorCoords]", "[mbar]", "policy"),
+       example="ac.cp_async_bulk_tensor_load(sh, tm, (0, 8), bars[0:])"),
+    _F("cp.async.bulk.tensor.g2s.multicast",
+       "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster{hint}",
+       "cp.async.bulk.tensor.{1..5}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster{.L2::cache_hint} [dst], [tmap, {c...}], [mbar], ctaMask{, policy};",
+       "8.0", 90, ("cp_async_bulk_tensor_load",), "tensor", quals=(_RANK, _HINT),
+       operands=("[dstMem]", "[tensorMap, tensorCoords]", "[mbar]", "ctaMask", "policy"),
+       example="ac.cp_async_bulk_tensor_load(sh, tm, (0, 8), bars[0:], multicast_mask=3)"),
+    _F("cp.async.bulk.tensor.s2g",
+       "cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group{hint}",
+       "cp.async.bulk.tensor.{1..5}d.global.shared::cta.tile.bulk_group{.L2::cache_hint} [tmap, {c...}], [src]{, policy};",
+       "8.0", 90, ("cp_async_bulk_tensor_store",), "tensor", quals=(_RANK, _HINT),
+       operands=("[tensorMap, tensorCoords]", "[srcMem]", "policy"),
+       example="ac.cp_async_bulk_tensor_store(tm, (0, 8), sh)"),
+    _F("cp.reduce.async.bulk.tensor",
+       "cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta.{op}.tile.bulk_group{hint}",
+       "cp.reduce.async.bulk.tensor.{1..5}d.global.shared::cta.op.tile.bulk_group{.L2::cache_hint} [tmap, {c...}], [src]{, policy};",
+       "8.0", 90, ("cp_reduce_async_bulk_tensor",), "tensor",
+       quals=(_RANK, ("op", ("add", "min", "max", "inc", "dec", "and", "or", "xor")), _HINT),
+       operands=("[tensorMap, tensorCoords]", "[srcMem]", "policy"),
+       example='ac.cp_reduce_async_bulk_tensor(tm, (0, 8), sh, "add")'),
+    _F("prefetch.tensormap", "prefetch.tensormap",
+       "prefetch.tensormap [tmap];", "8.0", 90, ("prefetch_tensormap",), "tensor",
+       operands=("[a]",), example="ac.prefetch_tensormap(tm, fence=False)"),
+    _F("fence.proxy.tensormap", "fence.proxy.tensormap::generic.acquire.{scope}",
+       "fence.proxy.tensormap::generic.acquire.{cta,cluster,gpu,sys} [tmap], 128;",
+       "8.3", 90, ("fence_proxy_tensormap", "cp_async_bulk_tensor_load",
+                   "cp_async_bulk_tensor_store", "cp_reduce_async_bulk_tensor",
+                   "prefetch_tensormap"),
+       "tensor", quals=(("scope", ("cta", "cluster", "gpu", "sys")),), operands=("[addr]", "size"),
+       example='ac.fence_proxy_tensormap(tm, "gpu")'),
+    # --- emitted by checked mode's diagnostics, not by a public call ---------
+    _F("isspacep", "isspacep.{space}", "isspacep.space p, a;", "7.0", 80, (), "checked",
+       quals=(("space", ("shared", "global", "local", "const", "param")),),
+       operands=("p", "a")),
+    _F("sreg.globaltimer", "%globaltimer", "mov.u64 d, %globaltimer;", "7.0", 80, (), "checked"),
+    _F("ld.volatile.shared.b64", "ld.volatile.shared.b64", "ld.volatile.shared.b64 d, [a];",
+       "7.0", 80, (), "checked", operands=("d", "[a]")),
 ]
 
 FORMS: dict[str, Form] = {row.key: row for row in _ROWS}
 assert len(FORMS) == len(_ROWS), "duplicate form key"
 
+# One statement of ``Form.example`` runs in this kernel (tests, docs):
+# ``g`` float32[::1] global memory, ``tm`` a device tensor map (uint64[::1]),
+# ``out`` uint64[::1] for results, ``sh`` a 16 KiB shared float32 tile aligned
+# to 1024 bytes, ``bars`` four barriers.
+EXAMPLE_PRELUDE = """\
+def kernel(g, tm, out):
+    sh = cuda.shared.array(4096, np.float32, alignment=1024)
+    bars = cuda.shared.array(4, np.uint64)
+"""
+
+# the current intrinsic's name while its typing selects forms (see ``selecting``)
+_typing = threading.local()
+
+
+@contextmanager
+def selecting(api: str) -> Iterator[None]:
+    """Within: every :func:`form` looked up is gated for intrinsic ``api``.
+
+    ``_compat.intrinsic`` wraps each intrinsic's typing (and its re-typing
+    for another target) in it, so no family module calls the gate itself.
+    """
+    previous = getattr(_typing, "api", None)
+    _typing.api = api
+    try:
+        yield
+    finally:
+        _typing.api = previous
+
 
 def form(key: str) -> Form:
-    return FORMS[key]
+    """The row ``key``; gated against the compile target when an
+    intrinsic's typing selects it (inside :func:`selecting`)."""
+    row = FORMS[key]
+    api = getattr(_typing, "api", None)
+    if api is not None:
+        row.gate(api)
+    return row
+
+
+def select(key: str) -> Form:
+    """Typing's statement that it will emit row ``key``: the same lookup as
+    :func:`form`, named for what it does there (the gate)."""
+    return form(key)
+
+
+def public_apis() -> tuple[str, ...]:
+    """Every public function some row names, in table order, once each."""
+    seen: dict[str, None] = {}
+    for row in _ROWS:
+        for api in row.apis:
+            seen.setdefault(api, None)
+    return tuple(seen)
+
+
+def family_of(api: str) -> str | None:
+    """The family module of public function ``api`` (its first row's)."""
+    return next((row.family for row in _ROWS if api in row.apis), None)
+
+
+@functools.lru_cache(maxsize=None)
+def _by_opcode() -> dict[str, tuple[Form, ...]]:
+    table: dict[str, list[Form]] = {}
+    for row in _ROWS:
+        for text in row.expansions():
+            table.setdefault(text, []).append(row)
+    return {k: tuple(v) for k, v in table.items()}
+
+
+def rows_for_opcode(opcode: str) -> tuple[Form, ...]:
+    """The rows whose qualifier sets produce the concrete ``opcode``
+    (``"%cluster_ctaid.x"`` for a special register, ``".reqnctapercluster"``
+    for the cluster directive)."""
+    return _by_opcode().get(opcode, ())
 
 
 def feature_table() -> str:
@@ -239,7 +522,24 @@ def feature_table() -> str:
         "|---|---|---|---|",
     ]
     for row in _ROWS:
+        if row.internal:
+            continue
         apis = ", ".join(f"`ac.{a}`" for a in row.apis)
         syntax = row.syntax.replace("|", "\\|")  # a bare | would end the cell
         lines.append(f"| {apis} | `{syntax}` | {row.min_ptx} | sm_{row.min_sm} |")
     return "\n".join(lines)
+
+
+def write_readme_table(path: str) -> bool:
+    """Rewrite the feature table between the README's markers; True if it changed."""
+    begin, end = "<!-- feature-table:begin -->\n", "\n<!-- feature-table:end -->"
+    with open(path) as f:
+        text = f.read()
+    head, rest = text.split(begin)
+    _, tail = rest.split(end)
+    new = head + begin + feature_table() + end + tail
+    if new != text:
+        with open(path, "w") as f:
+            f.write(new)
+    return new != text
+

@@ -1,6 +1,6 @@
 """Lowering helpers shared by every family: addresses, inline asm, traps.
 
-Nothing here knows an opcode; callers pass the text built from ``_forms``.
+Nothing here spells an opcode: the text comes from ``_forms``.
 """
 
 from __future__ import annotations
@@ -8,6 +8,8 @@ from __future__ import annotations
 from llvmlite import ir
 from numba.core import types
 from numba.cuda import cgutils, nvvmutils
+
+from ._forms import form
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -125,7 +127,8 @@ def is_space(builder, ptr, space: str):
     """i1: the generic pointer lies in ``space`` (shared/global/...)."""
     r = asm(
         builder,
-        f"{{ .reg .pred p; isspacep.{space} p, $1; selp.u32 $0, 1, 0, p; }}",
+        f"{{ .reg .pred p; {form('isspacep').opcode.format(space=space)} p, $1; "
+        "selp.u32 $0, 1, 0, p; }",
         "=r,l",
         [generic_addr64(builder, ptr)],
         ret=I32,

@@ -35,7 +35,7 @@ from numba.cuda import cgutils
 
 from . import checked as _checked
 from ._compat import TypingError, intrinsic
-from ._forms import form
+from ._forms import form, nvvm_ptx_isa as _nvvm_ptx_isa, select
 from ._lowering import (
     I16,
     I32,
@@ -68,31 +68,13 @@ BULK_ALIGN = 16  # bytes: size granule and address alignment of every bulk copy
 
 @functools.cache
 def nvvm_ptx_isa() -> tuple[int, int]:
-    """PTX ISA version the installed NVVM emits (read from a tiny module).
+    """PTX ISA version the installed NVVM emits; (8, 0) where there is none.
 
     The ``shared::cta`` destination form of the bulk load needs PTX ISA 8.6;
     older NVVMs (CUDA < 12.8) get the ``shared::cluster`` form, which the
     PTX ISA defines identically for the executing CTA's own addresses.
     """
-    try:
-        import llvmlite.ir as llir
-        from numba.cuda.cudadrv import nvvm
-
-        mod = llir.Module()
-        mod.triple = "nvptx64-nvidia-cuda"
-        mod.data_layout = nvvm.NVVM().data_layout
-        fn = llir.Function(mod, llir.FunctionType(llir.VoidType(), []), "f")
-        llir.IRBuilder(fn.append_basic_block()).ret_void()
-        nvvm.add_ir_version(mod)
-        ptx = nvvm.compile_ir(str(mod), arch="compute_90")
-        text = ptx.decode() if isinstance(ptx, bytes) else ptx
-        for line in text.splitlines():
-            if line.strip().startswith(".version"):
-                major, minor = line.split()[1].split(".")
-                return int(major), int(minor)
-    except Exception:  # no NVVM here: keep the form every PTX 8.x accepts
-        pass
-    return (8, 0)
+    return _nvvm_ptx_isa() or (8, 0)
 
 
 def check_bulk_view(api: str, name: str, ty) -> None:
@@ -199,7 +181,8 @@ def check_barrier_value(context, builder, api: str, mbar_ty, mbar) -> None:
 
 
 def cluster_nctarank(builder):
-    return asm(builder, "mov.u32 $0, %cluster_nctarank;", "=r", [], ret=I32, clobber_memory=False)
+    reg = form("sreg.cluster_nctarank").opcode
+    return asm(builder, f"mov.u32 $0, {reg};", "=r", [], ret=I32, clobber_memory=False)
 
 
 def mask_value(context, builder, ty, val, api: str, checked: bool):
@@ -260,7 +243,7 @@ class BulkLoadOptions:
 
 def validate_bulk_g2s(dst, src, mbar, multicast_mask, cache_policy) -> BulkLoadOptions:
     api = "cp_async_bulk_g2s"
-    form("cp.async.bulk.g2s").require_sm()
+    select("cp.async.bulk.g2s")
     check_bulk_view(api, "dst", dst)
     check_bulk_view(api, "src", src)
     check_barrier(api, "mbar", mbar)
@@ -434,7 +417,7 @@ def reduce_type(api: str, op: str, dtype, bf16: bool, table: dict) -> str:
 
 
 def validate_bulk_s2g(api, dst, src, cache_policy, op=None, bf16=None) -> BulkStoreOptions:
-    form("cp.reduce.async.bulk.s2g" if op is not None else "cp.async.bulk.s2g").require_sm()
+    select("cp.reduce.async.bulk.s2g" if op is not None else "cp.async.bulk.s2g")
     check_bulk_view(api, "dst", dst)
     check_bulk_view(api, "src", src)
     whole = whole_or_rows(api, "src", src, "dst", dst)
@@ -575,7 +558,6 @@ def cp_async_bulk_prefetch_l2(typingctx, src, *, cache_policy=None):
     """
     api = "cp_async_bulk_prefetch_l2"
     f = form("cp.async.bulk.prefetch.L2")
-    f.require_sm()
     check_bulk_view(api, "src", src)
     whole = src.layout == "C"
     pol = check_policy(api, cache_policy)
@@ -616,7 +598,6 @@ def bulk_commit_group(typingctx):
         ac.bulk_commit_group()
     """
     f = form("cp.async.bulk.commit_group")
-    f.require_sm()
 
     return types.void(), statement(f.opcode + ";")
 
@@ -637,7 +618,6 @@ def bulk_wait_group(typingctx, n, read=False):
     """
     api = "bulk_wait_group"
     f = form("cp.async.bulk.wait_group")
-    f.require_sm()
     count = literal_value(n, api, "n")
     if not 0 <= count < 1 << 31:
         raise TypingError(f"{api}: `n` must be >= 0, got {count}")

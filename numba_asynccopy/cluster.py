@@ -19,7 +19,7 @@ from numba.cuda import cgutils
 
 from . import checked as _checked
 from ._compat import TypingError, intrinsic
-from ._forms import form
+from ._forms import form, select
 from ._lowering import (
     I8,
     I16,
@@ -48,7 +48,8 @@ def pure_asm(builder, text: str, constraints: str, args=(), ret=I32):
 
 def read_sreg(builder, key: str, axis: str | None = None):
     """u32 special register of form ``key`` (optionally ``.x/.y/.z``)."""
-    reg = form(key).opcode + (f".{axis}" if axis else "")
+    row = form(key)
+    reg = row.opcode.format(axis=f".{axis}") if row.quals else row.opcode
     return pure_asm(builder, f"mov.u32 $0, {reg};", "=r")
 
 
@@ -84,7 +85,7 @@ def check_shared(context, builder, api: str, name: str, ptr):
 
 def _scalar_sreg(api: str, key: str, doc: str):
     def typer(typingctx):
-        form(key).require_sm()
+        select(key)
 
         def codegen(context, builder, sig, args):
             return read_sreg(builder, key)
@@ -98,7 +99,7 @@ def _scalar_sreg(api: str, key: str, doc: str):
 
 def _triple_sreg(api: str, key: str, doc: str):
     def typer(typingctx):
-        form(key).require_sm()
+        select(key)
         ret = types.UniTuple(types.int32, 3)
 
         def codegen(context, builder, sig, args):
@@ -189,7 +190,6 @@ def is_explicit_cluster(typingctx):
             ac.cluster_sync()
     """
     f = form("sreg.is_explicit_cluster")
-    f.require_sm()
 
     def codegen(context, builder, sig, args):
         r = pure_asm(builder, f"{{ .reg .pred p; mov.pred p, {f.opcode}; selp.u32 $0, 1, 0, p; }}", "=r")
@@ -235,7 +235,7 @@ def cluster_arrive(typingctx, sem="release", *, aligned=False):
         ac.cluster_wait()            # everyone's writes are visible
     """
     api = "cluster_arrive"
-    form("barrier.cluster.arrive").require_sm()
+    select("barrier.cluster.arrive")
     s = literal_value(sem, api, "sem", kind=str, allowed=("release", "relaxed"))
     text = ptx_cluster_arrive(s, _aligned(aligned, api))
 
@@ -254,7 +254,7 @@ def cluster_wait(typingctx, *, aligned=False):
         ac.cluster_wait()
     """
     api = "cluster_wait"
-    form("barrier.cluster.wait").require_sm()
+    select("barrier.cluster.wait")
     text = ptx_cluster_wait(_aligned(aligned, api))
 
     return types.void(aligned), statement(text)
@@ -277,7 +277,8 @@ def cluster_sync(typingctx, *, aligned=False):
         other = ac.dsmem_load(sh, peer, tid)
     """
     api = "cluster_sync"
-    form("barrier.cluster.arrive").require_sm()
+    select("barrier.cluster.arrive")
+    select("barrier.cluster.wait")
     a = _aligned(aligned, api)
     text = ptx_cluster_arrive("release", a) + " " + ptx_cluster_wait(a)
 
@@ -313,8 +314,8 @@ class DsmemOptions:
 
 
 def validate_dsmem(api: str, view, rank, index, value=None, atomic=False) -> DsmemOptions:
-    form({"dsmem_load": "ld.shared::cluster", "dsmem_store": "st.shared::cluster",
-          "dsmem_atomic_add": "atom.shared::cluster.add"}[api]).require_sm()
+    select({"dsmem_load": "ld.shared::cluster", "dsmem_store": "st.shared::cluster",
+          "dsmem_atomic_add": "atom.shared::cluster.add"}[api])
     if not isinstance(view, types.Array):
         raise TypingError(f"{api}: `view` must be a local shared-memory array view, got {view}")
     if view.dtype not in _DSMEM_TYPES:
@@ -499,7 +500,7 @@ def map_shared_rank(typingctx, view, rank):
         ac.cluster_sync()
     """
     api = "map_shared_rank"
-    form("mapa.generic").require_sm()
+    select("mapa.generic")
     if not isinstance(view, types.Array):
         raise TypingError(f"{api}: `view` must be a local shared-memory array view, got {view}")
     check_runtime_scalar(rank, api, "rank")
@@ -563,7 +564,7 @@ def mbarrier_arrive_remote(typingctx, bar, cta_rank, count=1):
         ac.mbarrier_arrive_remote(bars[0:], 0)
     """
     api = "mbarrier_arrive_remote"
-    form("mbarrier.arrive.remote").require_sm()
+    select("mbarrier.arrive.remote")
     check_barrier(api, "bar", bar)
     check_runtime_scalar(cta_rank, api, "cta_rank")
     check_runtime_scalar(count, api, "count")
@@ -586,7 +587,7 @@ def mbarrier_arrive_remote(typingctx, bar, cta_rank, count=1):
 
 
 def _tx_remote(api: str, key: str, bar, cta_rank, nbytes):
-    form(key).require_sm()
+    select(key)
     check_barrier(api, "bar", bar)
     check_runtime_scalar(cta_rank, api, "cta_rank")
     check_runtime_scalar(nbytes, api, "nbytes")

@@ -12,7 +12,7 @@ from numba.core import types
 
 from . import checked as _checked
 from ._compat import TypingError, intrinsic
-from ._forms import form
+from ._forms import form, select
 from ._lowering import I32, as_i32, asm, shared_addr32
 from ._regions import (
     View,
@@ -41,7 +41,7 @@ class BulkClusterOptions:
 def validate_cp_async_bulk_cluster(dst, src, chunk_bytes, mbar, remote_cta_id, pred) -> BulkClusterOptions:
     """Compile-time contract of ``cp_async_bulk_cluster``."""
     api = "cp_async_bulk_cluster"
-    form("cp.async.bulk.cluster").require_sm()
+    select("cp.async.bulk.cluster")
     chunk = literal_value(chunk_bytes, api, "chunk_bytes")
     if chunk <= 0 or chunk % BULK_ALIGN:
         raise TypingError(

@@ -14,7 +14,7 @@ from numba.core import types
 
 from . import checked as _checked
 from ._compat import TypingError, intrinsic
-from ._forms import form
+from ._forms import form, select
 from ._lowering import (
     I32,
     I64,
@@ -70,7 +70,7 @@ def validate_cp_async(dst, src, chunk_bytes, cache, prefetch, src_size, ignore_s
                       pred, cache_policy, scope) -> CpAsyncOptions:
     """Compile-time contract of ``cp_async``; returns the lowering options."""
     api = "cp_async"
-    form("cp.async").require_sm()
+    select("cp.async")
     chunk = literal_value(chunk_bytes, api, "chunk_bytes", allowed=CHUNK_BYTES)
     mode = literal_value(cache, api, "cache", kind=str, allowed=CACHE_MODES, required=False)
     if mode is None:
@@ -263,7 +263,6 @@ def commit_group(typingctx):
         ac.commit_group()
     """
     f = form("cp.async.commit_group")
-    f.require_sm()
 
     return types.void(), statement(f.opcode + ";")
 
@@ -280,7 +279,6 @@ def wait_group(typingctx, n):
         ac.wait_group(1)         # all but the newest group have landed
     """
     f = form("cp.async.wait_group")
-    f.require_sm()
     count = literal_value(n, "wait_group", "n")
     if count < 0:
         raise TypingError(f"wait_group: `n` must be >= 0, got {count}")
@@ -301,7 +299,6 @@ def wait_all(typingctx):
         cuda.syncthreads()
     """
     f = form("cp.async.wait_all")
-    f.require_sm()
 
     return types.void(), statement(f.opcode + ";")
 
@@ -325,7 +322,6 @@ def createpolicy_fractional(typingctx, primary="evict_last", secondary=None, fra
     """
     api = "createpolicy_fractional"
     f = form("createpolicy")
-    f.require_sm()
     prim = literal_value(primary, api, "primary", kind=str, allowed=POLICY_PRIMARY)
     sec = literal_value(secondary, api, "secondary", kind=str, allowed=POLICY_SECONDARY,
                         required=False)

@@ -27,7 +27,6 @@ def fence_proxy_async(typingctx, space=None):
         # ... then a bulk copy reads sh
     """
     f = form("fence.proxy.async")
-    f.require_sm()
     sp = literal_value(space, "fence_proxy_async", "space", kind=str, allowed=PROXY_SPACES,
                        required=False)
     text = f.opcode.format(space=f".{sp}" if sp else "") + ";"
@@ -49,7 +48,6 @@ def fence_mbarrier_init(typingctx):
             ac.fence_mbarrier_init()
     """
     f = form("fence.mbarrier_init")
-    f.require_sm()
 
     return types.void(), statement(f.opcode + ";")
 
@@ -65,7 +63,6 @@ def fence_acq_rel_cluster(typingctx):
         ac.fence_acq_rel_cluster()
     """
     f = form("fence.acq_rel.cluster")
-    f.require_sm()
 
     return types.void(), statement(f.opcode + ";")
 
@@ -83,7 +80,6 @@ def elect_sync(typingctx, mask=0xFFFFFFFF):
             ac.mbarrier_arrive_expect_tx(bars[0:], 256)
     """
     f = form("elect.sync")
-    f.require_sm()
     check_runtime_scalar(mask, "elect_sync", "mask")
 
     def codegen(context, builder, sig, args):

@@ -71,6 +71,11 @@ def _check_range(context, builder, api, name, value, lo, hi):
     trap_if(context, builder, bad, api, f"`{name}`=%u is outside {lo}..{hi}", [value])
 
 
+# checked mode's blocking-wait watchdog: the clock, and the barrier word it reports
+_GLOBALTIMER = f"mov.u64 $0, {form('sreg.globaltimer').opcode};"
+_LOAD_WORD = f"{form('ld.volatile.shared.b64').opcode} $0, [$1];"
+
+
 def _addr(context, builder, sig, args, i=0):
     return barrier_addr32(context, builder, sig.args[i], args[i])
 
@@ -102,7 +107,6 @@ def mbarrier_init(typingctx, bar, count):
     """
     api = "mbarrier_init"
     f = form("mbarrier.init")
-    f.require_sm()
     check_barrier(api, "bar", bar)
     validate_count(api, "count", count, 1, MAX_COUNT)
 
@@ -128,7 +132,6 @@ def mbarrier_inval(typingctx, bar):
             ac.mbarrier_inval(bars[0:])
     """
     f = form("mbarrier.inval")
-    f.require_sm()
     check_barrier("mbarrier_inval", "bar", bar)
 
     def codegen(context, builder, sig, args):
@@ -156,7 +159,6 @@ def _arrive_intrinsic_body(api, plain_key, counted_key, bar, count, sem, scope,
     else:
         f = form(counted_key)
         with_count = True
-    f.require_sm(api)
     opcode = f.opcode.format(sem=order.text) if "{sem}" in f.opcode else f.opcode
 
     def codegen(context, builder, sig, args):
@@ -224,7 +226,6 @@ def mbarrier_arrive_drop_no_complete(typingctx, bar, count):
 
 def _no_complete(api, key, bar, count):
     f = form(key)
-    f.require_sm()
     check_barrier(api, "bar", bar)
     validate_count(api, "count", count, 1, MAX_COUNT)
 
@@ -268,7 +269,6 @@ def _tx_intrinsic(api, key, bar, nbytes, scope, result: bool, sem=None):
         c = literal_value(scope, api, "scope", kind=str, allowed=SCOPES, required=False)
         order = Order(f".relaxed.{c}" if c else "")
     f = form(key)
-    f.require_sm()
     opcode = f.opcode.format(sem=order.text)
 
     def codegen(context, builder, sig, args):
@@ -350,7 +350,6 @@ def _wait_form(api, op: str, parity: bool, sem, scope) -> WaitForm:
     else:
         f = form(f"mbarrier.{name}")
         opcode = f.opcode.format(sem="")
-    f.require_sm(api)
     return WaitForm(opcode, "r" if parity else "l")
 
 
@@ -479,7 +478,7 @@ def _blocking_wait(api: str, parity: bool, bar, value):
         v = _phase_operand(context, builder, sig, args, parity, api)
         checked = _checked._note_compiled()
         if checked:
-            start = asm(builder, "mov.u64 $0, %globaltimer;", "=l", [], ret=I64)
+            start = asm(builder, _GLOBALTIMER, "=l", [], ret=I64)
         fn = builder.function
         loop = fn.append_basic_block(f"{api}.loop")
         done = fn.append_basic_block(f"{api}.done")
@@ -492,10 +491,10 @@ def _blocking_wait(api: str, parity: bool, bar, value):
             timing = fn.append_basic_block(f"{api}.timeout")
             builder.cbranch(ok, done, timing)
             builder.position_at_end(timing)
-            now = asm(builder, "mov.u64 $0, %globaltimer;", "=l", [], ret=I64)
+            now = asm(builder, _GLOBALTIMER, "=l", [], ret=I64)
             late = builder.icmp_unsigned(">", builder.sub(now, start),
                                          ir.Constant(I64, _checked.wait_timeout_ns()))
-            word = asm(builder, "ld.volatile.shared.b64 $0, [$1];", "=l,r", [a], ret=I64)
+            word = asm(builder, _LOAD_WORD, "=l,r", [a], ret=I64)
             what = "parity %u" if parity else "the phase of state 0x%llx"
             trap_if(context, builder, late, api,
                     f"timed out after {_checked.wait_timeout_ns()} ns waiting for {what} "
@@ -560,7 +559,6 @@ def mbarrier_pending_count(typingctx, state):
         n = ac.mbarrier_pending_count(st)
     """
     f = form("mbarrier.pending_count")
-    f.require_sm()
     check_runtime_scalar(state, "mbarrier_pending_count", "state")
 
     def codegen(context, builder, sig, args):
@@ -589,7 +587,6 @@ def cp_async_mbarrier_arrive(typingctx, bar, noinc=False):
     """
     api = "cp_async_mbarrier_arrive"
     f = form("cp.async.mbarrier.arrive")
-    f.require_sm()
     check_barrier(api, "bar", bar)
     flag = literal_value(noinc, api, "noinc", kind=bool) if not isinstance(noinc, types.Omitted) else noinc.value
     if not isinstance(flag, bool):

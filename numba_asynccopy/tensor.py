@@ -27,7 +27,7 @@ from numba.core import types
 
 from . import checked as _checked
 from ._compat import TypingError, intrinsic
-from ._forms import form
+from ._forms import form, select
 from ._lowering import I64, as_i64, asm, generic_addr64, instruction, shared_addr32, trap_if
 from ._regions import View, barrier_addr32, check_barrier, literal_value
 from .bulk import (
@@ -106,22 +106,28 @@ def _fence(fence) -> bool:
 
 def validate_load(dst, tensor_map, coords, mbar, multicast_mask, cache_policy, fence) -> TensorOptions:
     api = "cp_async_bulk_tensor_load"
-    form("cp.async.bulk.tensor.g2s").require_sm()
+    select("cp.async.bulk.tensor.g2s")
     check_tile_view(api, "dst", dst)
     check_tensor_map(api, tensor_map)
     rank = check_coords(api, coords)
     check_barrier(api, "mbar", mbar)
-    return TensorOptions(rank=rank, fence=bool_constant(fence, api, "fence"),
+    do_fence = bool_constant(fence, api, "fence")
+    if do_fence:
+        select("fence.proxy.tensormap")
+    return TensorOptions(rank=rank, fence=do_fence,
                          cache_policy=check_policy(api, cache_policy),
                          multicast=check_mask(api, multicast_mask))
 
 
 def validate_store(api, tensor_map, coords, src, cache_policy, fence, op=None, bf16=None) -> TensorOptions:
-    form("cp.reduce.async.bulk.tensor" if op is not None else "cp.async.bulk.tensor.s2g").require_sm()
+    select("cp.reduce.async.bulk.tensor" if op is not None else "cp.async.bulk.tensor.s2g")
     check_tensor_map(api, tensor_map)
     rank = check_coords(api, coords)
     check_tile_view(api, "src", src)
-    o = dict(rank=rank, fence=bool_constant(fence, api, "fence"),
+    do_fence = bool_constant(fence, api, "fence")
+    if do_fence:
+        select("fence.proxy.tensormap")
+    o = dict(rank=rank, fence=do_fence,
              cache_policy=check_policy(api, cache_policy))
     if op is None:
         return TensorOptions(**o)
@@ -439,9 +445,10 @@ def prefetch_tensormap(typingctx, tensor_map, *, fence=True):
     """
     api = "prefetch_tensormap"
     f = form("prefetch.tensormap")
-    f.require_sm()
     check_tensor_map(api, tensor_map)
     do_fence = bool_constant(fence, api, "fence")
+    if do_fence:
+        select("fence.proxy.tensormap")
 
     def codegen(context, builder, sig, args):
         m, maddr = _map_addr(context, builder, sig.args[0], args[0])
@@ -472,7 +479,7 @@ def fence_proxy_tensormap(typingctx, tensor_map, scope="sys"):
                                          fence=False)
     """
     api = "fence_proxy_tensormap"
-    form("fence.proxy.tensormap").require_sm()
+    select("fence.proxy.tensormap")
     check_tensor_map(api, tensor_map)
     sc = literal_value(scope, api, "scope", kind=str, allowed=FENCE_SCOPES)
 

@@ -32,7 +32,7 @@ from llvmlite import ir
 from numba.core import types
 
 from .._compat import TypingError, intrinsic
-from .._forms import form
+from .._forms import select
 from .._regions import literal_value
 from . import _numba_internals as _nb
 
@@ -397,7 +397,7 @@ def max_active_clusters(kernel: Any, block: Dim, cluster: Dim | None = None, *,
 
 def validate_cluster_dims(x, y, z, non_portable) -> tuple[int, int, int]:
     api = "cluster_dims"
-    form("cluster_dims").require_sm()
+    select("cluster_dims")
     dims = tuple(literal_value(t, api, n) for t, n in ((x, "x"), (y, "y"), (z, "z")))
     for n, d in zip("xyz", dims):
         if d < 1:

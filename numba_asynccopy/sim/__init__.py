@@ -69,12 +69,31 @@ UNSUPPORTED_FAMILIES = {
                "blocks of a cluster never run together (cluster rank, barrier.cluster, "
                "DSMEM, the cluster bulk copy and multicast_mask are not simulated)",
 }
+UNSUPPORTED_FAMILIES["cluster_copy"] = UNSUPPORTED_FAMILIES["cluster"]
 
 
 def _family_modules():
     from . import bulk, cp_async, fence, mbarrier, tensor
 
     return (cp_async, fence, mbarrier, bulk, tensor)
+
+
+def _family(name: str, dev) -> str:
+    """The family of public intrinsic ``name``: its registry row's, else the
+    device module it is defined in (intrinsics that emit no PTX form)."""
+    from .._forms import family_of
+
+    return family_of(name) or dev.__module__.rsplit(".", 1)[-1]
+
+
+def _twin_module(family: str):
+    """``sim.<family>``: the simulator module mirroring a device family, or None."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"{__name__}.{family}")
+    except ModuleNotFoundError:
+        return None
 
 
 def _host_classes() -> dict:
@@ -115,16 +134,14 @@ def implementations(namespace: dict) -> dict:
     from ._runtime import install
 
     install()
-    mods = _family_modules()
     out = {}
     for name in namespace.get("__all__", ()):
         dev = namespace.get(name)
         if not isinstance(dev, _Intrinsic):
             continue
-        impl = next((getattr(m, name) for m in mods if hasattr(m, name)), None)
+        family = _family(name, dev)
+        impl = getattr(_twin_module(family), name, None)
         if impl is None:
-            module = getattr(dev, "__module__", "") or ""
-            family = "cluster" if "cluster" in module or "cluster" in name else None
             impl = _unsupported(name, family)
         out[name] = impl
     for name, cls in _host_classes().items():

@@ -96,7 +96,7 @@ def test_compile_errors(body, message):
 @pytest.mark.parametrize("body,api,syntax", [
     ("out[0] = ac.cluster_cta_rank()", "cluster_cta_rank", "%cluster_ctarank"),
     ("x, y, z = ac.cluster_dim()", "cluster_dim", "%cluster_nctaid"),
-    ("ac.cluster_sync()", "cluster_arrive", "barrier.cluster.arrive"),
+    ("ac.cluster_sync()", "cluster_sync", "barrier.cluster.arrive"),
     ("ac.cluster_wait()", "cluster_wait", "barrier.cluster.wait"),
     ("out[0] = ac.dsmem_load(sh, 1, 0)", "dsmem_load", "ld.shared::cluster"),
     ("ac.dsmem_store(sh, 1, 0, 1)", "dsmem_store", "st.shared::cluster"),
