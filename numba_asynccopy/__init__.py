@@ -6,72 +6,24 @@
 
 __version__ = "0.1.0"
 
+import importlib as _importlib
+
 from . import checked as _checked
 from ._compat import patch_cache_key as _patch_cache_key
 from ._forms import FORMS, feature_table
+from ._forms import family_of as _family_of
 from ._forms import public_apis as _public_apis
 from .checked import checked_mode, is_checked, set_checked, wait_timeout_ns
-from .cp_async import commit_group, cp_async, createpolicy_fractional, wait_all, wait_group
-from .cluster import (
-    cluster_arrive,
-    cluster_cta_id,
-    cluster_cta_rank,
-    cluster_dim,
-    cluster_id,
-    cluster_num_ctas,
-    cluster_sync,
-    cluster_wait,
-    dsmem_atomic_add,
-    dsmem_load,
-    dsmem_store,
-    is_explicit_cluster,
-    map_shared_rank,
-    mbarrier_arrive_expect_tx_remote,
-    mbarrier_arrive_remote,
-    mbarrier_expect_tx_remote,
-    num_clusters,
-)
-from .cluster_copy import cp_async_bulk_cluster
 from .host import launch as _host_launch
-from .host.launch import ClusterLaunchError, cluster_dims, launch, max_active_clusters
-from .inspect import inspect
-from .fence import elect_sync, fence_acq_rel_cluster, fence_mbarrier_init, fence_proxy_async
-from .mbarrier import (
-    cp_async_mbarrier_arrive,
-    mbarrier_arrive,
-    mbarrier_arrive_drop,
-    mbarrier_arrive_drop_no_complete,
-    mbarrier_arrive_expect_tx,
-    mbarrier_arrive_no_complete,
-    mbarrier_complete_tx,
-    mbarrier_expect_tx,
-    mbarrier_init,
-    mbarrier_inval,
-    mbarrier_pending_count,
-    mbarrier_test_wait,
-    mbarrier_test_wait_parity,
-    mbarrier_try_wait,
-    mbarrier_try_wait_parity,
-    mbarrier_wait,
-    mbarrier_wait_parity,
-)
-from .bulk import (
-    bulk_commit_group,
-    bulk_wait_group,
-    cp_async_bulk_g2s,
-    cp_async_bulk_prefetch_l2,
-    cp_async_bulk_s2g,
-    cp_reduce_async_bulk_s2g,
-)
+from .host.launch import ClusterLaunchError, launch, max_active_clusters
 from .host.tensor_map import TensorMap
-from .tensor import (
-    cp_async_bulk_tensor_load,
-    cp_async_bulk_tensor_store,
-    cp_reduce_async_bulk_tensor,
-    fence_proxy_tensormap,
-    prefetch_tensormap,
-)
+from .inspect import inspect
 
+# Every public device function is bound from the family module its registry
+# row names: a new form is a row and a function, with no import to add here.
+for _api in _public_apis():
+    globals()[_api] = getattr(_importlib.import_module(f".{_family_of(_api)}", __name__), _api)
+del _api
 
 # The device functions are the registry's public names (``_forms``); the rest
 # is host side.  tests/cpu/test_api_pinned.py pins the whole list.

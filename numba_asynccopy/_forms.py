@@ -489,8 +489,11 @@ def public_apis() -> tuple[str, ...]:
 
 
 def family_of(api: str) -> str | None:
-    """The family module of public function ``api`` (its first row's)."""
-    return next((row.family for row in _ROWS if api in row.apis), None)
+    """The family module that defines public function ``api``: that of the
+    first row naming it first (its own form), else of the first row naming
+    it (a function that emits only forms of others, like a blocking wait)."""
+    own = next((row.family for row in _ROWS if row.apis[:1] == (api,)), None)
+    return own or next((row.family for row in _ROWS if api in row.apis), None)
 
 
 @functools.lru_cache(maxsize=None)

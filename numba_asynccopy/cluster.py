@@ -33,6 +33,8 @@ from ._lowering import (
     trap_if,
     statement,
 )
+from .host import _numba_internals as _nb
+from .host.launch import ClusterLaunchError, check_cluster_shape
 from ._regions import barrier_generic, check_barrier, check_runtime_scalar, literal_value
 
 # --- lowering helpers -----------------------------------------------------------
@@ -635,3 +637,79 @@ def mbarrier_arrive_expect_tx_remote(typingctx, bar, cta_rank, nbytes):
     """
     return _tx_remote("mbarrier_arrive_expect_tx_remote", "mbarrier.arrive.expect_tx.remote",
                       bar, cta_rank, nbytes)
+
+
+# --- compile-time cluster shape -----------------------------------------------
+
+
+def validate_cluster_dims(x, y, z, non_portable) -> tuple[int, int, int]:
+    api = "cluster_dims"
+    select("cluster_dims")
+    dims = tuple(literal_value(t, api, n) for t, n in ((x, "x"), (y, "y"), (z, "z")))
+    for n, d in zip("xyz", dims):
+        if d < 1:
+            raise TypingError(f"{api}: `{n}` must be >= 1, got {d}")
+    np_ = literal_value(non_portable, api, "non_portable", kind=bool)
+    if not isinstance(np_, bool):
+        raise TypingError(f"{api}: `non_portable` must be True or False, got {np_!r}")
+    try:
+        check_cluster_shape(dims, bool(np_), api)
+    except ClusterLaunchError as e:
+        raise TypingError(str(e)) from None
+    return dims
+
+
+def annotate_cluster_dims(function: ir.Function, dims: tuple[int, int, int]) -> None:
+    """Add ``cluster_dim_x/y/z`` to ``nvvm.annotations`` for ``function``:
+    NVVM then emits ``.explicitcluster`` and ``.reqnctapercluster``."""
+    done = getattr(function, "_asynccopy_cluster_dims", None)
+    if done is not None:
+        if done != dims:
+            raise TypingError(
+                f"cluster_dims: the kernel declares two cluster shapes, {done} and {dims}"
+            )
+        return
+    module = function.module
+    nmd = module.get_named_metadata("nvvm.annotations") if "nvvm.annotations" in module.namedmetadata \
+        else module.add_named_metadata("nvvm.annotations")
+    for axis, d in zip("xyz", dims):
+        nmd.add(module.add_metadata(
+            (function, ir.MetaDataString(module, f"cluster_dim_{axis}"), ir.Constant(ir.IntType(32), d))))
+    function._asynccopy_cluster_dims = dims
+
+
+@intrinsic
+def cluster_dims(typingctx, x, y=1, z=1, *, non_portable=False):
+    """Declare the kernel's cluster shape: (x, y, z) CTAs per cluster.
+
+    Call it once in the kernel body with constants.  The shape is compiled
+    into the kernel (PTX ``.explicitcluster`` and ``.reqnctapercluster``,
+    sm_90, PTX ISA 7.8), so an ordinary ``kernel[grid, block]`` launch runs
+    clustered; the grid (in blocks) must be a multiple of the shape, which
+    is checked before the launch.  More than 8 CTAs needs
+    ``non_portable=True`` (16 at most).  Calling it in a device function is
+    a compile error: the shape belongs to the kernel.
+
+    Example::
+
+        @cuda.jit
+        def pairs(out):
+            ac.cluster_dims(2)
+            out[cuda.blockIdx.x] = ac.cluster_cta_rank()
+
+        pairs[8, 32](out)          # four clusters of two CTAs
+    """
+    dims = validate_cluster_dims(x, y, z, non_portable)
+
+    def codegen(context, builder, sig, args):
+        where = _nb.compiling_kernel()
+        if where is False:
+            raise TypingError(
+                f"cluster_dims{dims} is called in device function "
+                f"`{builder.function.name}`; the cluster shape belongs to the kernel: "
+                "call cluster_dims in the kernel body"
+            )
+        annotate_cluster_dims(builder.function, dims)
+        return context.get_dummy_value()
+
+    return types.void(x, y, z, non_portable), codegen
