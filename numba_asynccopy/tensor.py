@@ -196,10 +196,11 @@ def check_c_contiguous(context, builder, api: str, v: View) -> None:
         expect = builder.mul(expect, v.shape[axis])
 
 
-def check_map_and_tile(context, builder, api: str, m: View, rank: int, tile: View,
+def check_map_and_tile(context, builder, api: str, m: View, rank: int, tile: View | None,
                        dtype_code: int | None = None) -> None:
     """Checked mode: the map buffer is a TensorMap of this rank, and the shared
-    tile matches its box (bytes, element size) and alignment."""
+    tile (if any: a prefetch has none) matches its box (bytes, element size)
+    and alignment."""
     c = m.const
     short = builder.icmp_signed("<", m.shape[0], c(BUFFER_WORDS))
     trap_if(context, builder, short, api,
@@ -215,6 +216,8 @@ def check_map_and_tile(context, builder, api: str, m: View, rank: int, tile: Vie
     r = word(W_RANK)
     trap_if(context, builder, builder.icmp_unsigned("!=", r, ir.Constant(I64, rank)), api,
             f"`coords` has {rank} entries but the tensor map has rank %lld", [r])
+    if tile is None:
+        return
     isz = word(W_ITEMSIZE)
     trap_if(context, builder, builder.icmp_unsigned("!=", isz, ir.Constant(I64, tile.itemsize)), api,
             f"`{tile.name}` has {tile.itemsize}-byte elements but the tensor map's are %lld bytes",
@@ -489,3 +492,49 @@ def fence_proxy_tensormap(typingctx, tensor_map, scope="sys"):
         return context.get_dummy_value()
 
     return types.void(tensor_map, scope), codegen
+
+
+@intrinsic
+def cp_async_bulk_prefetch_tensor(typingctx, tensor_map, coords, *, cache_policy=None, fence=True):
+    """Prefetch the box of ``tensor_map`` at ``coords`` into L2 (a hint: no
+    shared memory, no barrier, nothing to wait for).
+
+    PTX: ``cp.async.bulk.prefetch.tensor.Nd.L2.global.tile{.L2::cache_hint}
+    [tmap, {c...}]{, policy};`` (sm_90, PTX ISA 8.0).  Coordinates follow
+    :func:`cp_async_bulk_tensor_load` (innermost first in PTX, ours in array
+    order; the innermost a multiple of 16 bytes); a box past the tensor's
+    edges prefetches only what exists.  Issue it a few tiles ahead of the
+    loads that will read the same boxes.
+
+    Example::
+
+        if cuda.threadIdx.x == 0:
+            ac.cp_async_bulk_prefetch_tensor(tmap, (row0 + 2 * BOX_ROWS, col0))
+    """
+    api = "cp_async_bulk_prefetch_tensor"
+    select("cp.async.bulk.prefetch.tensor")
+    check_tensor_map(api, tensor_map)
+    rank = check_coords(api, coords)
+    pol = check_policy(api, cache_policy)
+    do_fence = bool_constant(fence, api, "fence")
+    if do_fence:
+        select("fence.proxy.tensormap")
+    opcode = form("cp.async.bulk.prefetch.tensor").opcode.format(
+        rank=rank, hint=".L2::cache_hint" if pol else "")
+    text, constraints = instruction(opcode, [f"[$0, {_coords_text(1, rank)}]"], ["l"] + ["r"] * rank,
+                                    policy=pol)
+
+    def codegen(context, builder, sig, args):
+        m, maddr = _map_addr(context, builder, sig.args[0], args[0])
+        cs = coords_values(context, builder, sig.args[1], args[1])
+        if _checked._note_compiled():
+            check_space(context, builder, api, m, "global")
+            check_map_and_tile(context, builder, api, m, rank, None)
+            check_inner_coord(context, builder, api, m, cs[0])
+        if do_fence:
+            emit_fence(builder, maddr)
+        extra = [as_i64(context, builder, args[2], sig.args[2])] if pol else []
+        asm(builder, text, constraints, [maddr] + cs + extra)
+        return context.get_dummy_value()
+
+    return types.void(tensor_map, coords, cache_policy, fence), codegen

@@ -82,9 +82,9 @@ class TensorMap(_tm.TensorMap):
 
 # --- run-time rules (checked mode's, same text) ------------------------------
 
-def _check_map(api: str, m: np.ndarray, rank: int, tile: np.ndarray, name: str,
+def _check_map(api: str, m: np.ndarray, rank: int, tile: np.ndarray | None, name: str,
                dtype_code: int | None = None) -> TensorMap:
-    """``check_map_and_tile``, then the map behind the buffer."""
+    """``check_map_and_tile``, then the map behind the buffer (no tile: a prefetch)."""
     if m.shape[0] < _tm.BUFFER_WORDS:
         raise rt.violation(api, f"`tensor_map` has {m.shape[0]} words, not the "
                            f"{_tm.BUFFER_WORDS} of an ac.TensorMap buffer")
@@ -94,6 +94,8 @@ def _check_map(api: str, m: np.ndarray, rank: int, tile: np.ndarray, name: str,
     if w[_tm.W_RANK] != rank:
         raise rt.violation(api, f"`coords` has {rank} entries but the tensor map has rank "
                            f"{w[_tm.W_RANK]}")
+    if tile is None:
+        return _map_behind(api, m, w)
     if w[_tm.W_ITEMSIZE] != tile.itemsize:
         raise rt.violation(api, f"`{name}` has {tile.itemsize}-byte elements but the tensor "
                            f"map's are {w[_tm.W_ITEMSIZE]} bytes")
@@ -117,6 +119,10 @@ def _check_map(api: str, m: np.ndarray, rank: int, tile: np.ndarray, name: str,
                 api, f"`{name}` is not C-contiguous: axis {axis} has stride "
                 f"{tile.strides[axis]} bytes, expected {expect} (a TMA tile is one dense box)")
         expect *= tile.shape[axis]
+    return _map_behind(api, m, w)
+
+
+def _map_behind(api: str, m: np.ndarray, w: list[int]) -> TensorMap:
     tmap = _maps.get(rt.address(m))
     if tmap is None or w[0] != SIM_MARK:
         raise rt.violation(api, "`tensor_map` is not the buffer of a TensorMap built in "
@@ -330,3 +336,20 @@ def fence_proxy_tensormap(tensor_map, scope="sys"):
         ac.fence_proxy_tensormap(tmap)
     """
     rt.validate(_dev.fence_proxy_tensormap, tensor_map, scope)
+
+
+def cp_async_bulk_prefetch_tensor(tensor_map, coords, *, cache_policy=None, fence=True):
+    """Simulator version of :func:`numba_asynccopy.cp_async_bulk_prefetch_tensor`:
+    checks the map and coordinates as checked mode does; moves nothing (a hint).
+
+    Example::
+
+        ac.cp_async_bulk_prefetch_tensor(tmap, (row0 + 2 * BOX_ROWS, col0))
+    """
+    api = "cp_async_bulk_prefetch_tensor"
+    (m, cs), _ = rt.validate(_dev.cp_async_bulk_prefetch_tensor, tensor_map, coords,
+                             cache_policy=cache_policy, fence=fence)
+    rt.current(api)
+    _check_space(api, "tensor_map", m, "global")
+    _check_map(api, m, len(cs), None, "tensor_map")
+    _coords(api, cs, m, store=False)

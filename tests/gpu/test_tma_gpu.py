@@ -371,3 +371,41 @@ def test_checked_mode_traps(case, message):
     assert "numba_asynccopy checked mode: " + message in out, out
     if case == 0:
         assert "is not 512-byte aligned as this tensor map needs" in out, out
+
+
+@pytest.mark.parametrize("checked", [False, True])
+def test_prefetch_tensor_then_load_reads_the_same_boxes(checked):
+    """cp.async.bulk.prefetch.tensor is a hint: boxes prefetched (some past
+    the far edge) and then loaded come back exact, in checked mode too."""
+    a = random_tensor((64, 96), np.float32)
+    box = (16, 32)
+    src = textwrap.dedent("""
+    def k(tmap, out, coords):
+        tile = cuda.shared.array((16, 32), np.float32, alignment=1024)
+        bar = cuda.shared.array(1, np.uint64)
+        tid = cuda.threadIdx.x
+        if tid == 0:
+            ac.mbarrier_init(bar, 1)
+            ac.fence_proxy_async("shared::cta")
+            for j in range(coords.shape[0]):
+                ac.cp_async_bulk_prefetch_tensor(tmap, (coords[j, 0], coords[j, 1]))
+        cuda.syncthreads()
+        for j in range(coords.shape[0]):
+            if tid == 0:
+                ac.mbarrier_arrive_expect_tx(bar, 16 * 32 * 4)
+                ac.cp_async_bulk_tensor_load(tile, tmap, (coords[j, 0], coords[j, 1]), bar)
+            ac.mbarrier_wait_parity(bar, j & 1)
+            for i in range(tid, 16 * 32, cuda.blockDim.x):
+                out[j, i // 32, i % 32] = tile[i // 32, i % 32]
+            cuda.syncthreads()
+    """)
+    g = {"cuda": cuda, "np": np, "ac": ac}
+    exec(src, g)
+    with ac.checked_mode(checked):
+        k = cuda.jit(g["k"])
+    coords = np.array([[0, 0], [16, 32], [48, 64], [56, 80]], np.int32)
+    out = cuda.to_device(poisoned((len(coords),) + box, np.float32))
+    k[1, 128](ac.TensorMap(cuda.to_device(a), box), out, cuda.to_device(coords))
+    got = out.copy_to_host()
+    for j, c in enumerate(coords):
+        np.testing.assert_array_equal(got[j], box_of(a, tuple(c), box))
