@@ -28,6 +28,29 @@ def asm(builder, text: str, constraints: str, args=(), ret=VOID, clobber_memory:
     return builder.call(ir.InlineAsm(fnty, text, constraints, side_effect=True), args)
 
 
+def pure_asm(builder, text: str, constraints: str, args=(), ret=I32):
+    """Inline asm without side effects: a value of its operands and the
+    launch (special registers, mapa), free to be CSE'd or hoisted."""
+    args = list(args)
+    fnty = ir.FunctionType(ret, [a.type for a in args])
+    return builder.call(ir.InlineAsm(fnty, text, constraints, side_effect=False), args)
+
+
+def predicate(builder, text: str, constraints: str = "", args=(), *, pure: bool = False,
+              clobber_memory: bool = True):
+    """Run PTX ``text`` that sets predicate ``p``; return ``p`` as an i1.
+
+    PTX has no predicate outputs for inline asm: ``selp`` turns it into
+    ``$0`` (the operands of ``text`` start at ``$1``)."""
+    body = f"{{ .reg .pred p; {text} selp.u32 $0, 1, 0, p; }}"
+    cons = "=r," + constraints if constraints else "=r"
+    if pure:
+        r = pure_asm(builder, body, cons, args)
+    else:
+        r = asm(builder, body, cons, args, ret=I32, clobber_memory=clobber_memory)
+    return builder.icmp_unsigned("!=", r, ir.Constant(I32, 0))
+
+
 def statement(text: str):
     """Codegen of an intrinsic that is one operand-less PTX statement."""
 
@@ -125,13 +148,5 @@ def trap_if(context, builder, cond, api: str, message: str, values=()):
 
 def is_space(builder, ptr, space: str):
     """i1: the generic pointer lies in ``space`` (shared/global/...)."""
-    r = asm(
-        builder,
-        f"{{ .reg .pred p; {form('isspacep').opcode.format(space=space)} p, $1; "
-        "selp.u32 $0, 1, 0, p; }",
-        "=r,l",
-        [generic_addr64(builder, ptr)],
-        ret=I32,
-        clobber_memory=False,
-    )
-    return builder.icmp_unsigned("!=", r, ir.Constant(I32, 0))
+    return predicate(builder, f"{form('isspacep').opcode.format(space=space)} p, $1;", "l",
+                     [generic_addr64(builder, ptr)], clobber_memory=False)

@@ -29,23 +29,17 @@ from ._lowering import (
     asm,
     generic_addr64,
     is_space,
+    predicate,
+    pure_asm,
     shared_addr32,
-    trap_if,
     statement,
+    trap_if,
 )
+from ._regions import barrier_generic, check_barrier, check_runtime_scalar, literal_value
 from .host import _numba_internals as _nb
 from .host.launch import ClusterLaunchError, check_cluster_shape
-from ._regions import barrier_generic, check_barrier, check_runtime_scalar, literal_value
 
 # --- lowering helpers -----------------------------------------------------------
-
-
-def pure_asm(builder, text: str, constraints: str, args=(), ret=I32):
-    """Inline asm without side effects: a value of its operands and the
-    launch (special registers, mapa), free to be CSE'd or hoisted."""
-    args = list(args)
-    fnty = ir.FunctionType(ret, [a.type for a in args])
-    return builder.call(ir.InlineAsm(fnty, text, constraints, side_effect=False), args)
 
 
 def read_sreg(builder, key: str, axis: str | None = None):
@@ -194,8 +188,7 @@ def is_explicit_cluster(typingctx):
     f = form("sreg.is_explicit_cluster")
 
     def codegen(context, builder, sig, args):
-        r = pure_asm(builder, f"{{ .reg .pred p; mov.pred p, {f.opcode}; selp.u32 $0, 1, 0, p; }}", "=r")
-        return builder.icmp_unsigned("!=", r, ir.Constant(I32, 0))
+        return predicate(builder, f"mov.pred p, {f.opcode};", pure=True)
 
     return types.boolean(), codegen
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from llvmlite import ir
 from numba.core import types
 
 from ._compat import intrinsic
 from ._forms import form
-from ._lowering import I32, as_i32, asm, statement
+from ._lowering import as_i32, predicate, statement
 from ._regions import check_runtime_scalar, literal_value
 
 PROXY_SPACES = ("global", "shared::cta", "shared::cluster")
@@ -84,8 +83,6 @@ def elect_sync(typingctx, mask=0xFFFFFFFF):
 
     def codegen(context, builder, sig, args):
         m = as_i32(context, builder, args[0], sig.args[0])
-        r = asm(builder, f"{{ .reg .pred p; {f.opcode} _|p, $1; selp.u32 $0, 1, 0, p; }}",
-                "=r,r", [m], ret=I32)
-        return builder.icmp_unsigned("!=", r, ir.Constant(I32, 0))
+        return predicate(builder, f"{f.opcode} _|p, $1;", "r", [m])
 
     return types.boolean(mask), codegen

@@ -22,7 +22,7 @@ from numba.core import types
 from . import checked as _checked
 from ._compat import TypingError, compile_cc, intrinsic
 from ._forms import form
-from ._lowering import I1, I32, I64, as_i32, as_i64, asm, sreg, trap_if
+from ._lowering import I32, I64, as_i32, as_i64, asm, predicate, trap_if
 from ._regions import barrier_addr32, check_barrier, check_runtime_scalar, is_absent, literal_value
 
 MAX_COUNT = (1 << 20) - 1  # expected arrivals 1..2^20-1
@@ -82,9 +82,7 @@ def _addr(context, builder, sig, args, i=0):
 
 def _pred_asm(builder, text: str, constraints: str, operands):
     """Run an instruction that sets predicate ``p``; return it as i1."""
-    r = asm(builder, f"{{ .reg .pred p; {text} selp.u32 $0, 1, 0, p; }}",
-            "=r," + constraints, operands, ret=I32)
-    return builder.icmp_unsigned("!=", r, ir.Constant(I32, 0))
+    return predicate(builder, text, constraints, operands)
 
 
 # --- init / inval -----------------------------------------------------------

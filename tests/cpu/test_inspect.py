@@ -146,11 +146,11 @@ def test_opcode_text_maps_to_its_forms_row(opcode, key):
 
 
 def test_an_opcode_outside_the_table_is_listed_without_requirements():
-    # the tensor prefetch form has no row (and no intrinsic) yet
-    ptx = (".version 8.0\n.target sm_90\n\tcp.async.bulk.prefetch.tensor.2d.L2.global.tile "
-           "[%rd1, {%r1, %r2}];\n\tadd.s32 %r1, %r2, %r3;\n")
+    # the im2col load mode of the tensor prefetch has no row (and no intrinsic) yet
+    ptx = (".version 8.0\n.target sm_90\n\tcp.async.bulk.prefetch.tensor.3d.L2.global.im2col "
+           "[%rd1, {%r1, %r2, %r3}], {%rs1};\n\tadd.s32 %r1, %r2, %r3;\n")
     lines, sregs = mod.parse_ptx(ptx)
-    assert [pl.opcode for pl in lines] == ["cp.async.bulk.prefetch.tensor.2d.L2.global.tile"]
+    assert [pl.opcode for pl in lines] == ["cp.async.bulk.prefetch.tensor.3d.L2.global.im2col"]
     (ins,) = mod._tally(lines, sregs)
     assert ins.form is None and ins.min_sm is None
 
