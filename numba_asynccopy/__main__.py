@@ -1,6 +1,7 @@
 """``python -m numba_asynccopy``: the demo.
 
-With a GPU: runs the seed examples, checks them against numpy and prints the
+With a GPU: runs the examples of TVM TIRx's async-copy documentation (the
+cluster bulk copy on sm_90), checks them against numpy and prints the
 bandwidth of a staged cp.async copy.  Without one: compiles the same
 kernels, lists the asynchronous instructions each emits, assembles them with
 ptxas and says that no GPU was found.
@@ -32,9 +33,13 @@ def _compile_only(kernels) -> int:
     from . import toolchain
 
     failures = 0
+    missing: set[str] = set()
     for cc in ((8, 0), (9, 0)):
         print(f"\n== compiled for sm_{cc[0]}{cc[1]} (no launch)")
-        for name, fn, sig in kernels:
+        for name, fn, sig, min_cc in kernels:
+            if cc < min_cc:
+                print(f"  {name:12s} needs sm_{min_cc[0]}{min_cc[1]} (thread-block clusters)")
+                continue
             try:
                 ptx, _ = cuda.compile_ptx(fn, sig, cc=cc)
                 ops = async_ops(ptx)
@@ -44,12 +49,15 @@ def _compile_only(kernels) -> int:
                                    if op.startswith(("LDGSTS", "LDGDEPBAR", "DEPBAR", "SYNCS", "UBLKCP", "UTMA")))
                     asm_note = "ptxas ok; SASS " + ", ".join(f"{k} x{v}" for k, v in sorted(sass.items()))
                 except toolchain.ToolMissing as e:
-                    asm_note = f"not assembled ({e})"
+                    missing.add(str(e))  # said once, after the listing
+                    asm_note = "not assembled (no matching ptxas: see below)"
                 listing = ", ".join(f"{k} x{v}" for k, v in sorted(ops.items()))
                 print(f"  {name:12s} {listing}\n  {'':12s} {asm_note}")
             except Exception as e:  # keep the demo going; report, no traceback
                 failures += 1
-                print(f"  {name:12s} FAILED: {type(e).__name__}: {str(e).splitlines()[0]}")
+                print(f"  {name:12s} FAILED: {type(e).__name__}: {e}")
+    for why in sorted(missing):
+        print(f"\nThe instructions above were compiled but not assembled: {why}")
     return failures
 
 
@@ -57,6 +65,7 @@ def _run_gpu(kernels) -> int:
     from numba import cuda
 
     from .examples import seeds
+    from .examples.cluster import CLUSTER_COPY_SIG, cluster_copy
     from .examples.staged_copy import SIGNATURE, make_staged_copy, tile_words
 
     rng = np.random.default_rng()
@@ -71,6 +80,17 @@ def _run_gpu(kernels) -> int:
         ok = np.array_equal(d_out.copy_to_host(), expected)
         failures += not ok
         print(f"  {name:12s} {'matches numpy' if ok else 'MISMATCH'}")
+
+    # TVM TIRx's cluster bulk copy: CTA 0 sends 256 bytes to CTA 1
+    if cuda.get_current_device().compute_capability >= (9, 0):
+        a = rng.integers(0, 2**32, 64, dtype=np.uint32)
+        d_out = cuda.to_device(np.full(64, 0xA5A5A5A5, np.uint32))
+        cuda.jit(CLUSTER_COPY_SIG)(cluster_copy)[2, 1](cuda.to_device(a), d_out)
+        ok = np.array_equal(d_out.copy_to_host(), a)
+        failures += not ok
+        print(f"  {'cluster_copy':12s} {'matches numpy' if ok else 'MISMATCH'}")
+    else:
+        print(f"  {'cluster_copy':12s} needs sm_90 (thread-block clusters): not run")
 
     n = 1 << 28  # 1 GiB of uint32, several times the L2
     n -= n % tile_words()
@@ -104,8 +124,11 @@ def main() -> int:
     from .examples import seeds
     from .examples.staged_copy import SIGNATURE, make_staged_copy
 
-    kernels = [(name, fn, sig) for name, (fn, sig, _) in seeds.SEEDS.items()]
-    kernels.append(("staged_copy", make_staged_copy(4, 16, 256), SIGNATURE))
+    from .examples.cluster import CLUSTER_COPY_SIG, cluster_copy
+
+    kernels = [(name, fn, sig, (8, 0)) for name, (fn, sig, _) in seeds.SEEDS.items()]
+    kernels.append(("staged_copy", make_staged_copy(4, 16, 256), SIGNATURE, (8, 0)))
+    kernels.append(("cluster_copy", cluster_copy, CLUSTER_COPY_SIG, (9, 0)))
     try:
         have_gpu = cuda.is_available()
     except Exception:

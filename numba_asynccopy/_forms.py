@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import re
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -102,10 +103,21 @@ def ptx_version(text: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-@functools.lru_cache(maxsize=None)
 def nvvm_ptx_isa() -> tuple[int, int] | None:
     """PTX ISA version the installed NVVM emits (read from a tiny module it
     compiles once per process), or None where there is no NVVM."""
+    header = _nvvm_header()
+    return ptx_version(header[0]) if header else None
+
+
+def nvvm_release_name() -> str:
+    """The CUDA release of the installed NVVM (``13.5``), or ``unknown``."""
+    header = _nvvm_header()
+    return header[1] if header else "unknown"
+
+
+@functools.lru_cache(maxsize=None)
+def _nvvm_header() -> tuple[str, str] | None:
     try:
         import llvmlite.ir as llir
         from numba.cuda.cudadrv import nvvm
@@ -120,10 +132,11 @@ def nvvm_ptx_isa() -> tuple[int, int] | None:
     except Exception:  # no NVVM: nothing compiles, so nothing to gate
         return None
     text = ptx.decode() if isinstance(ptx, bytes) else ptx
-    for line in text.splitlines():
-        if line.strip().startswith(".version"):
-            return ptx_version(line.split()[1])
-    return None
+    version = re.search(r"^\s*\.version\s+(\d+\.\d+)", text, re.M)
+    release = re.search(r"release (\d+\.\d+)", text)
+    if not version:
+        return None
+    return version.group(1), release.group(1) if release else "unknown"
 
 
 # qualifier sets several rows share

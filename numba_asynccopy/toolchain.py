@@ -1,9 +1,15 @@
-"""ptxas and nvdisasm from the ``nvidia-cuda-nvcc``/``nvidia-cuda-nvdisasm``
-wheels (or PATH), for assembling generated PTX and reading machine code on
-machines without a GPU."""
+"""ptxas and nvdisasm, for assembling generated PTX and reading machine code
+on machines without a GPU.
+
+NVVM (from numba-cuda's toolkit wheels) emits PTX of its own release's ISA,
+which an older ptxas refuses.  ``find_tool`` therefore picks the first ptxas
+that accepts that ISA (the ``nvidia-cuda-nvcc`` wheel of the same release
+first, then CUDA_HOME, PATH and /usr/local/cuda*); when none does,
+:class:`ToolMissing` says which release is needed and how to install it."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -16,26 +22,97 @@ class ToolMissing(RuntimeError):
     pass
 
 
-def find_tool(name: str) -> Path | None:
-    """The tool from the nvidia wheels (preferred: it matches NVVM), else PATH."""
+def _candidates(name: str) -> list[Path]:
+    """Every ``name`` here, best first: the nvidia wheels (their release
+    matches NVVM's when installed with the test extra), CUDA_HOME / CUDA_PATH,
+    PATH, then /usr/local/cuda*."""
+    found: list[Path] = []
     try:
         import nvidia
 
         for base in nvidia.__path__:
-            for sub in ("cu13", "cuda_nvcc", "cuda_nvdisasm"):
-                cand = Path(base) / sub / "bin" / name
-                if cand.is_file() and os.access(cand, os.X_OK):
-                    return cand
+            for sub in ("cu13", "cu12", "cuda_nvcc", "cuda_nvdisasm"):
+                found.append(Path(base) / sub / "bin" / name)
     except ImportError:
         pass
-    found = shutil.which(name)
-    return Path(found) if found else None
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            found.append(Path(os.environ[var]) / "bin" / name)
+    on_path = shutil.which(name)
+    if on_path:
+        found.append(Path(on_path))
+    found += sorted(Path("/usr/local").glob(f"cuda*/bin/{name}"), reverse=True)
+    seen, out = set(), []
+    for cand in found:
+        if cand.is_file() and os.access(cand, os.X_OK) and cand.resolve() not in seen:
+            seen.add(cand.resolve())
+            out.append(cand)
+    return out
+
+
+def tool_release(tool: Path) -> str:
+    """``13.5`` of ``ptxas --version`` (the CUDA release the tool belongs to)."""
+    proc = subprocess.run([str(tool), "--version"], capture_output=True, text=True)
+    m = re.search(r"release (\d+\.\d+)", proc.stdout + proc.stderr)
+    return m.group(1) if m else "unknown"
+
+
+def nvvm_release() -> tuple[tuple[int, int] | None, str]:
+    """(PTX ISA, CUDA release) of the NVVM numba-cuda compiles with."""
+    from ._forms import nvvm_ptx_isa, nvvm_release_name
+
+    return nvvm_ptx_isa(), nvvm_release_name()
+
+
+@functools.lru_cache(maxsize=None)
+def _accepts(tool: Path, isa: tuple[int, int]) -> bool:
+    """Whether this ptxas assembles PTX of ISA ``isa`` (tried on a tiny module)."""
+    ptx = (f".version {isa[0]}.{isa[1]}\n.target sm_80\n.address_size 64\n"
+           ".visible .entry k()\n{\n\tret;\n}\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "k.ptx"
+        src.write_text(ptx)
+        proc = subprocess.run([str(tool), "-arch=sm_80", str(src), "-o", str(Path(tmp) / "k.cubin")],
+                              capture_output=True, text=True)
+    return proc.returncode == 0
+
+
+@functools.lru_cache(maxsize=None)
+def find_tool(name: str) -> Path | None:
+    """The first ``name`` that can read what NVVM emits: for ptxas, one that
+    accepts NVVM's PTX ISA; nvdisasm is taken from the same folder as that
+    ptxas when there is one.  None when no candidate fits."""
+    cands = _candidates(name)
+    isa, _ = nvvm_release()
+    if name == "ptxas":
+        return next((c for c in cands if isa is None or _accepts(c, isa)), None)
+    ptxas = find_tool("ptxas")
+    if ptxas is not None:
+        same = ptxas.parent / name
+        if same.is_file() and os.access(same, os.X_OK):
+            return same
+    return cands[0] if cands else None
+
+
+def missing_reason(name: str) -> str:
+    """What to install, and why, when ``find_tool(name)`` found nothing."""
+    isa, release = nvvm_release()
+    wheel = {"ptxas": "nvidia-cuda-nvcc", "nvdisasm": "nvidia-cuda-nvdisasm"}.get(name, name)
+    major = release.split(".")[0] if release[:1].isdigit() else None
+    pin = f"=={release}.*" if major else ""
+    tried = ", ".join(f"{c} (CUDA {tool_release(c)})" for c in _candidates(name)) or "none"
+    need = f" that reads PTX ISA {isa[0]}.{isa[1]}" if isa and name == "ptxas" else ""
+    return (f"no {name}{need} (NVVM is CUDA {release}); tried: {tried}. "
+            f"Install the matching one: pip install '{wheel}{pin}'"
+            + (f" (or numba-asynccopy[test], which pins it)" if major else ""))
 
 
 def _run(cmd: list[str]) -> str:
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode:
-        raise RuntimeError(f"{Path(cmd[0]).name} failed:\n{proc.stderr.strip()}")
+        # ptxas reports on stdout, nvdisasm on stderr: keep both, whole
+        out = "\n".join(x.strip() for x in (proc.stdout, proc.stderr) if x.strip())
+        raise RuntimeError(f"{Path(cmd[0]).name} failed (exit {proc.returncode}):\n{out}")
     return proc.stdout + proc.stderr
 
 
@@ -50,7 +127,7 @@ def assemble(ptx: str, arch: str | None = None, verbose: bool = False) -> tuple[
     """Assemble PTX with ptxas; returns (cubin bytes, ptxas -v output)."""
     tool = find_tool("ptxas")
     if tool is None:
-        raise ToolMissing("ptxas not found (pip install nvidia-cuda-nvcc)")
+        raise ToolMissing(missing_reason("ptxas"))
     arch = arch or ptx_arch(ptx)
     with tempfile.TemporaryDirectory() as tmp:
         src, out = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
@@ -63,7 +140,7 @@ def disassemble(cubin: bytes) -> str:
     """SASS text of a cubin (nvdisasm)."""
     tool = find_tool("nvdisasm")
     if tool is None:
-        raise ToolMissing("nvdisasm not found (pip install nvidia-cuda-nvdisasm)")
+        raise ToolMissing(missing_reason("nvdisasm"))
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "k.cubin"
         path.write_bytes(cubin)

@@ -59,9 +59,47 @@ def test_demo_runs_without_traceback():
     from tests.conftest import HAVE_GPU
 
     if HAVE_GPU:
-        assert out.count("matches numpy") == 5 and "GB/s" in out, out
+        assert out.count("matches numpy") == 6 and "GB/s" in out, out  # 5 + the cluster copy
     else:
         assert "no GPU found" in out
         assert "No GPU was found: kernels were compiled and assembled, not run." in out
-        assert out.count("ptxas ok; SASS") == 12, out  # 6 kernels x sm_80/sm_90
+        # 6 kernels x sm_80/sm_90, and the cluster copy for sm_90 only
+        assert out.count("ptxas ok; SASS") == 13, out
         assert "LDGSTS.E.BYPASS.128 x4" in out
+        assert "UBLKCP.S.S x1" in out  # the cluster bulk copy, shared::cta -> shared::cluster
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_ENABLE_CUDASIM") == "1", reason="real target only")
+def test_demo_without_a_matching_ptxas_lists_instructions_and_says_what_to_install(tmp_path):
+    """A plain install has NVVM but maybe only an older ptxas (one that
+    refuses NVVM's PTX ISA, with its reason on stdout): the demo still lists
+    the instructions, says which ptxas it needs, and exits 0."""
+    fake = tmp_path / "ptxas"
+    fake.write_text("#!/bin/sh\n"
+                    "case \"$1\" in --version) echo 'Cuda compilation tools, release 12.0, V12.0.0';"
+                    " exit 0;; esac\n"
+                    "echo \"ptxas fatal   : Unsupported .version; current version is '8.0'\"; exit 255\n")
+    fake.chmod(0o755)
+    code = ("import sys, numba_asynccopy.toolchain as t\n"
+            f"t._candidates = lambda name: [__import__('pathlib').Path({str(fake)!r})]\n"
+            "import numba_asynccopy.__main__ as m\n"
+            "sys.exit(m.main())\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600, env=env)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "cp.async.cg.shared.global x12" in out and "ptxas ok" not in out, out
+    assert "no ptxas that reads PTX ISA" in out and "(CUDA 12.0)" in out, out
+    assert "pip install 'nvidia-cuda-nvcc==" in out, out
+
+
+def test_tool_failures_carry_the_whole_message(tmp_path):
+    from numba_asynccopy import toolchain
+
+    fake = tmp_path / "tool"
+    fake.write_text("#!/bin/sh\necho 'line one on stdout'\necho 'line two on stderr' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    with pytest.raises(RuntimeError) as e:
+        toolchain._run([str(fake)])
+    assert str(e.value) == "tool failed (exit 3):\nline one on stdout\nline two on stderr"
