@@ -33,7 +33,7 @@ from .cluster import (
 from .cluster_copy import cp_async_bulk_cluster
 from .host import launch as _host_launch
 from .host.launch import ClusterLaunchError, cluster_dims, launch, max_active_clusters
-from .inspect import inspect
+from .report import inspect
 from .fence import elect_sync, fence_acq_rel_cluster, fence_mbarrier_init, fence_proxy_async
 from .mbarrier import (
     cp_async_mbarrier_arrive,
