@@ -45,6 +45,8 @@ class Resources:
 
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+\d+")
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', re.M)
+#: nothing yet of a statement but perhaps its label: a brace here opens or closes a block
+_LABEL_ONLY = re.compile(r"\s*(?:\$?[\w.]+:\s*)?$")
 
 
 def ptx_num(v: str | None) -> float:
@@ -61,13 +63,29 @@ def ptx_version(ptx: str) -> str | None:
     return m.group(1) if m else None
 
 
+def _split(line: str) -> list[str]:
+    """The statements of one PTX line, split at ``;`` and at the braces of
+    an asm block (``{ ...; ...; }``).  A brace inside a statement is an
+    operand (a vector ``{%r1, %r2}``, the coordinates of a tensor copy
+    ``[tmap, {%r1, %r2}]``) and stays in its text."""
+    out, cur = [], ""
+    for ch in line:
+        if ch == ";" or (ch in "{}" and _LABEL_ONLY.match(cur)):
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur)
+    return out
+
+
 def statements(line: str) -> list[tuple[str, str]]:
     """(text, opcode) of each instruction of one PTX line (several when an
     asm block is ``{ ...; ...; }``); labels are dropped, a predicate guard
     stays in the text but not in the opcode."""
     line = line.split("//", 1)[0]
     out = []
-    for stmt in re.split(r"[;{}]", line):
+    for stmt in _split(line):
         s = re.sub(r"\s+", " ", stmt.strip())
         s = re.sub(r"^\$?[\w.]+:(?!:)\s*", "", s)  # a label, not "::"
         bare = re.sub(r"^@!?%?\w+\s+", "", s)

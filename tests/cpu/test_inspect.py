@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect as stdlib_inspect
+import re
 import sys
 from pathlib import Path
 
@@ -174,6 +175,32 @@ def test_errors():
         ac.inspect(fn, *sig, cc=(9,))
     with pytest.raises(TypingError, match="needs sm_90"):
         ac.inspect(pipeline, types.float32[:, :, ::1], F32, cc=(8, 0))
+
+
+def test_tensor_copy_lines_are_whole():
+    """The coordinates of a TMA copy are braces inside the operands: the
+    listing shows the whole instruction, while an asm block's braces still
+    split its statements."""
+    ptx = ("\tcp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+           "[%r1], [%rd2, {%r3, %r4}], [%r5];\n"
+           "\t{ .reg .pred p; @p mbarrier.try_wait.parity.shared::cta.b64 p, [%r1], %r2; }\n"
+           "$L__BB0_2: {\n\tld.shared::cluster.v4.u32 {%r6, %r7, %r8, %r9}, [%r10];\n}\n")
+    lines, _ = parse_ptx(ptx)
+    assert [(pl.opcode, pl.text) for pl in lines] == [
+        ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+         "[%r1], [%rd2, {%r3, %r4}], [%r5]"),
+        ("mbarrier.try_wait.parity.shared::cta.b64", "@p mbarrier.try_wait.parity.shared::cta.b64 p, [%r1], %r2"),
+        ("ld.shared::cluster.v4.u32", "ld.shared::cluster.v4.u32 {%r6, %r7, %r8, %r9}, [%r10]"),
+    ]
+    from numba_asynccopy.examples import tma_copy
+
+    r = ac.inspect(tma_copy.make_tma_copy(4, (32, 64)), *tma_copy.SIGNATURE)
+    tensor = [pl.text for pl in r.lines if pl.opcode.startswith("cp.async.bulk.tensor")]
+    assert len(tensor) == r.count("cp.async.bulk.tensor") > 0
+    for text in tensor:
+        assert re.search(r"\[%rd\d+, \{%r\d+, %r\d+\}\]", text), text
+        assert f"    {text}\n" in str(r) + "\n"
 
 
 def test_without_ptxas_the_report_says_so(monkeypatch):
