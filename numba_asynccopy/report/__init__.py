@@ -20,14 +20,45 @@ interpreter).
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
-from .compile import _pyfunc, _signature, compile_kernel_ptx, run_ptxas
+from .compile import _pyfunc, _signature, compile_kernel_ptx, run_ptxas, supported_ccs
 from .match import ASYNC_PREFIXES, Instruction, directive_form, match_forms, parse_ptx, tally
 from .parse import PtxLine, Resources, cluster_shape, parse_ptxas, shared_memory
 from .render import InspectReport
 
 DEFAULT_CC = (9, 0)
+_CC_RULE = "cc must be (major, minor), a tuple of two ints such as (9, 0)"
+
+
+def check_cc(cc: Any) -> tuple[int, int]:
+    """``cc`` as a ``(major, minor)`` tuple the toolkit compiles for;
+    None gives :data:`DEFAULT_CC`.
+
+    A non-tuple or non-int parts raise TypeError; a wrong length or a
+    target the toolkit lacks raise ValueError (numba-cuda would compile
+    for the nearest target while the report named this one).
+
+    Example::
+
+        >>> check_cc([8, 0])
+        (8, 0)
+    """
+    if cc is None:
+        return DEFAULT_CC
+    if not isinstance(cc, (tuple, list)) or not all(
+            isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in cc):
+        raise TypeError(f"ac.inspect: {_CC_RULE}; got {cc!r}")
+    if len(cc) != 2:
+        raise ValueError(f"ac.inspect: {_CC_RULE}; got {cc!r}")
+    cc = (int(cc[0]), int(cc[1]))
+    targets = supported_ccs()
+    if targets and cc not in targets:
+        raise ValueError(
+            f"ac.inspect: cc={cc} is not a target of the installed CUDA toolkit; cc must be "
+            f"one of {', '.join(map(str, targets))}")
+    return cc
 
 
 def inspect(kernel_or_pyfunc: Any, *argtypes_or_args: Any, cc: tuple[int, int] | None = None) -> InspectReport:
@@ -37,8 +68,10 @@ def inspect(kernel_or_pyfunc: Any, *argtypes_or_args: Any, cc: tuple[int, int] |
     - ``argtypes_or_args``: Numba types (``types.float32[:, ::1]``) or example
       arguments (NumPy or device arrays, scalars), typed as a launch would
       type them; leave them out for a kernel compiled with a signature.
-    - ``cc``: the compute capability to compile for, default (9, 0).  No GPU
-      is needed; an instruction the target lacks is the usual compile error.
+    - ``cc``: the compute capability to compile for, a ``(major, minor)``
+      tuple of ints that the installed CUDA toolkit targets, default
+      (9, 0) (anything else raises TypeError or ValueError).  No GPU is
+      needed; an instruction the target lacks is the usual compile error.
 
     The report lists every asynchronous PTX instruction with its count and
     the PTX ISA and sm it needs, the declared cluster shape, static shared
@@ -64,9 +97,7 @@ def inspect(kernel_or_pyfunc: Any, *argtypes_or_args: Any, cc: tuple[int, int] |
         print(report)                       # or just `report` in a notebook
         report.count("cp.async.cg")         # -> 1
     """
-    cc = tuple(cc) if cc is not None else DEFAULT_CC
-    if len(cc) != 2:
-        raise ValueError(f"ac.inspect: cc must be (major, minor), got {cc!r}")
+    cc = check_cc(cc)
     pyfunc = _pyfunc(kernel_or_pyfunc)
     argtypes = _signature(kernel_or_pyfunc, argtypes_or_args)
     fastmath = bool(getattr(kernel_or_pyfunc, "targetoptions", {}).get("fastmath", False))
@@ -93,6 +124,7 @@ __all__ = [
     "Instruction",
     "PtxLine",
     "Resources",
+    "check_cc",
     "inspect",
     "match_forms",
     "parse_ptx",

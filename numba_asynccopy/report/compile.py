@@ -78,6 +78,22 @@ def _simulator_on() -> bool:
     return bool(config.ENABLE_CUDASIM)
 
 
+def supported_ccs() -> list[tuple[int, int]] | None:
+    """The compute capabilities the installed CUDA toolkit compiles for
+    (numba-cuda silently compiles any other for the nearest of them), or
+    None when the toolkit cannot say.  Asked of NVRTC directly: under the
+    simulator numba-cuda's own wrapper is not there."""
+    try:
+        from cuda.bindings import nvrtc
+
+        err, archs = nvrtc.nvrtcGetSupportedArchs()
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            return None
+    except Exception:  # no NVRTC library: let the compiler decide
+        return None
+    return [(int(a) // 10, int(a) % 10) for a in archs]
+
+
 def compile_kernel_ptx(pyfunc, argtypes: tuple, cc: tuple[int, int], fastmath: bool = False) -> str:
     """PTX of ``pyfunc`` as a kernel for ``argtypes`` with line information."""
     if _simulator_on():

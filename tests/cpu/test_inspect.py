@@ -177,6 +177,30 @@ def test_errors():
         ac.inspect(pipeline, types.float32[:, :, ::1], F32, cc=(8, 0))
 
 
+@pytest.mark.parametrize("cc,exc", [
+    (9, TypeError), ("9.0", TypeError), ((9, "0"), TypeError), ((9.0, 0), TypeError),
+    ((True, 0), TypeError), ((9,), ValueError), ((9, 0, 0), ValueError),
+])
+def test_cc_must_be_a_pair_of_ints(cc, exc):
+    fn, sig, _ = seeds.SEEDS["shift_rows"]
+    with pytest.raises(exc, match=r"ac.inspect: cc must be \(major, minor\), a tuple of two ints"):
+        ac.inspect(fn, *sig, cc=cc)
+
+
+def test_cc_must_be_a_target_of_the_toolkit():
+    fn, sig, _ = seeds.SEEDS["shift_rows"]
+    targets = rcompile.supported_ccs()
+    if targets is None:
+        pytest.skip("NVRTC cannot list its targets here")
+    assert (8, 0) in targets and (9, 0) in targets
+    # numba-cuda would compile these for the nearest target (or refuse (7, 0))
+    for cc in [(9, 9), (7, 0), (99, 0)]:
+        with pytest.raises(ValueError, match=rf"cc={re.escape(str(cc))} is not a target .* cc must be one of .*\(9, 0\)"):
+            ac.inspect(fn, *sig, cc=cc)
+    assert ac.inspect(fn, *sig, cc=[8, 0]).cc == (8, 0)
+    assert ac.inspect(fn, *sig, cc=(np.int64(9), np.int64(0))).target == "sm_90"
+
+
 def test_tensor_copy_lines_are_whole():
     """The coordinates of a TMA copy are braces inside the operands: the
     listing shows the whole instruction, while an asm block's braces still
