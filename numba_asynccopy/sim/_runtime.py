@@ -15,30 +15,18 @@ typing) and, for what patches or reads numba-cuda's simulator,
 from __future__ import annotations
 
 from ..host import _numba_sim_internals as _nbsim
-from ..host._numba_sim_internals import _aligned_empty, _lookup, _ranges, _validate_alignment, address
-from .args import _typing_cache, numba_type, unwrap, validate
-from .errors import _SIM_DIR, SIM_PREFIX, DeadlockError, SimulatorError, caller_line, violation, where
-from .schedule import (
-    POISON_BYTE,
-    SCHEDULES,
-    _env_schedule,
-    _settings,
-    eager,
-    get_schedule,
-    schedule,
-    set_schedule,
-)
-from .state import (
-    AsyncOp,
-    Barrier,
-    BlockState,
-    ThreadState,
-    _create_lock,
-    barrier_of,
-    current,
-    describe_shared,
-    space_of,
-)
+from ..host._numba_sim_internals import address
+from .args import numba_type, unwrap, validate
+from .errors import SIM_PREFIX, DeadlockError, SimulatorError, caller_line, violation, where
+from .schedule import POISON_BYTE, SCHEDULES, eager, get_schedule, schedule, set_schedule
+from .state import AsyncOp, Barrier, BlockState, ThreadState, barrier_of, current, describe_shared, space_of
+
+# the private names this module had, for code that reached them here
+from ..host._numba_sim_internals import _aligned_empty, _lookup, _ranges, _validate_alignment  # noqa: F401,E402
+from .args import _typing_cache  # noqa: F401,E402
+from .errors import _SIM_DIR  # noqa: F401,E402
+from .schedule import _env_schedule, _settings  # noqa: F401,E402
+from .state import _create_lock  # noqa: F401,E402
 
 
 def _sim_kernel():
