@@ -17,7 +17,7 @@ from .checked import checked_mode, is_checked, set_checked, wait_timeout_ns
 from .host import launch as _host_launch
 from .host.launch import ClusterLaunchError, launch, max_active_clusters
 from .host.tensor_map import TensorMap
-from .inspect import inspect
+from .report import inspect
 
 # Every public device function is bound from the family module its registry
 # row names: a new form is a row and a function, with no import to add here.

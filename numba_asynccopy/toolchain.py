@@ -102,7 +102,7 @@ def missing_reason(name: str) -> str:
     pin = f"=={release}.*" if major else ""
     tried = ", ".join(f"{c} (CUDA {tool_release(c)})" for c in _candidates(name)) or "none"
     need = f" that reads PTX ISA {isa[0]}.{isa[1]}" if isa and name == "ptxas" else ""
-    return (f"no {name}{need} (NVVM is CUDA {release}); tried: {tried}. "
+    return (f"{name} not found: no {name}{need} (NVVM is CUDA {release}); tried: {tried}. "
             f"Install the matching one: pip install '{wheel}{pin}'"
             + (f" (or numba-asynccopy[test], which pins it)" if major else ""))
 

@@ -3,9 +3,10 @@
 numba-cuda has no cluster launch, never raises a kernel's dynamic shared
 memory limit above 48 KB, and cannot tell an intrinsic whether it is being
 lowered into a kernel or a device function.  The functions below reach into
-its private API for exactly those things; ``tests/cpu/test_cluster_host.py``
-checks that each internal they name still exists, so a numba-cuda upgrade
-that moves one fails loudly in CI.
+its private API for exactly those things; the names they reach are listed
+in :data:`NAMES` and :data:`CODE_NAMES`, which a CPU test checks, so a
+numba-cuda upgrade that moves one fails loudly in CI.  (The simulator's
+internals are in ``_numba_sim_internals``.)
 """
 
 from __future__ import annotations
@@ -17,6 +18,37 @@ from typing import Any, Callable, Sequence
 
 from numba.cuda import compiler as _compiler
 from numba.cuda import dispatcher as _dispatcher
+
+#: (module, dotted name) of every numba-cuda / cuda-core name looked up,
+#: called or replaced here (``driver`` is numba-cuda's driver object)
+NAMES: tuple[tuple[str, str], ...] = (
+    ("numba.cuda.dispatcher", "_Kernel.__init__"),
+    ("numba.cuda.dispatcher", "_Kernel.launch"),
+    ("numba.cuda.dispatcher", "_Kernel._prepare_args"),
+    ("numba.cuda.dispatcher", "_Kernel.argument_types"),
+    ("numba.cuda.dispatcher", "CUDADispatcher.compile_device"),
+    ("numba.cuda.dispatcher", "CUDADispatcher._compile_for_args"),
+    ("numba.cuda.dispatcher", "CUDADispatcher.specialized"),
+    ("numba.cuda.compiler", "compile"),
+    ("numba.cuda.codegen", "CUDACodeLibrary.get_cufunc"),
+    ("numba.cuda.cudadrv.driver", "CudaPythonFunction.handle"),
+    ("numba.cuda.cudadrv.driver", "CudaPythonFunction.kernel"),
+    ("numba.cuda.cudadrv.driver", "CudaPythonFunction.device"),
+    ("numba.cuda.cudadrv.driver", "_to_core_stream"),
+    ("numba.cuda.cudadrv.driver", "binding.CUfunction_attribute"),
+    ("numba.cuda.cudadrv.driver", "driver"),
+    ("cuda.core", "launch"),
+)
+
+#: (module, dotted function, name): attributes numba-cuda's constructors set
+#: on the objects read here, and the local of ``compile`` read from its frame
+CODE_NAMES: tuple[tuple[str, str, str], ...] = (
+    ("numba.cuda.dispatcher", "_Kernel.__init__", "_codelibrary"),
+    ("numba.cuda.dispatcher", "CUDADispatcher.__init__", "targetoptions"),
+    ("numba.cuda.dispatcher", "_DispatcherBase.__init__", "overloads"),
+    ("numba.cuda.dispatcher", "_DispatcherBase.__init__", "py_func"),
+    ("numba.cuda.compiler", "compile", "device"),
+)
 
 # --- kernel or device function? ---------------------------------------------
 

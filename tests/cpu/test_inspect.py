@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import inspect as stdlib_inspect
+import re
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,17 +15,13 @@ import numba_asynccopy as ac
 from numba_asynccopy import _compat, toolchain
 from numba_asynccopy._compat import TypingError
 from numba_asynccopy.examples import seeds
-from numba_asynccopy.inspect import (
-    InspectReport,
-    _cluster,
-    _portable,
-    _rebuild,
-    _shared,
-    match_forms,
-    parse_ptxas,
-)
+from numba_asynccopy import report
+from numba_asynccopy.report import InspectReport, match_forms, parse_ptxas
+from numba_asynccopy.report import compile as rcompile
+from numba_asynccopy.report.compile import _portable, _rebuild
+from numba_asynccopy.report.match import directive_form, parse_ptx, tally
+from numba_asynccopy.report.parse import cluster_shape, shared_memory
 
-mod = sys.modules["numba_asynccopy.inspect"]
 F32 = types.float32[:, ::1]
 STAGES = 2
 
@@ -51,10 +49,14 @@ def pipeline(A, out):
 
 
 def test_package_keeps_stdlib_inspect_and_exports_the_function():
-    assert callable(ac.inspect) and ac.inspect is mod.inspect
+    assert callable(ac.inspect) and ac.inspect is report.inspect
     assert _compat.inspect is stdlib_inspect
-    assert mod._pyinspect is stdlib_inspect
+    assert rcompile.inspect is stdlib_inspect
     assert "inspect" in ac.__all__
+    # no module of the package is named like a standard library one
+    pkg = Path(ac.__file__).parent
+    assert not (pkg / "inspect.py").exists()
+    assert not {p.stem for p in pkg.rglob("*.py")} & set(sys.stdlib_module_names)
 
 
 def test_row_shift_report_for_sm80():
@@ -149,9 +151,9 @@ def test_an_opcode_outside_the_table_is_listed_without_requirements():
     # the im2col load mode of the tensor prefetch has no row (and no intrinsic) yet
     ptx = (".version 8.0\n.target sm_90\n\tcp.async.bulk.prefetch.tensor.3d.L2.global.im2col "
            "[%rd1, {%r1, %r2, %r3}], {%rs1};\n\tadd.s32 %r1, %r2, %r3;\n")
-    lines, sregs = mod.parse_ptx(ptx)
+    lines, sregs = parse_ptx(ptx)
     assert [pl.opcode for pl in lines] == ["cp.async.bulk.prefetch.tensor.3d.L2.global.im2col"]
-    (ins,) = mod._tally(lines, sregs)
+    (ins,) = tally(lines, sregs)
     assert ins.form is None and ins.min_sm is None
 
 
@@ -175,6 +177,56 @@ def test_errors():
         ac.inspect(pipeline, types.float32[:, :, ::1], F32, cc=(8, 0))
 
 
+@pytest.mark.parametrize("cc,exc", [
+    (9, TypeError), ("9.0", TypeError), ((9, "0"), TypeError), ((9.0, 0), TypeError),
+    ((True, 0), TypeError), ((9,), ValueError), ((9, 0, 0), ValueError),
+])
+def test_cc_must_be_a_pair_of_ints(cc, exc):
+    fn, sig, _ = seeds.SEEDS["shift_rows"]
+    with pytest.raises(exc, match=r"ac.inspect: cc must be \(major, minor\), a tuple of two ints"):
+        ac.inspect(fn, *sig, cc=cc)
+
+
+def test_cc_must_be_a_target_of_the_toolkit():
+    fn, sig, _ = seeds.SEEDS["shift_rows"]
+    targets = rcompile.supported_ccs()
+    if targets is None:
+        pytest.skip("NVRTC cannot list its targets here")
+    assert (8, 0) in targets and (9, 0) in targets
+    # numba-cuda would compile these for the nearest target (or refuse (7, 0))
+    for cc in [(9, 9), (7, 0), (99, 0)]:
+        with pytest.raises(ValueError, match=rf"cc={re.escape(str(cc))} is not a target .* cc must be one of .*\(9, 0\)"):
+            ac.inspect(fn, *sig, cc=cc)
+    assert ac.inspect(fn, *sig, cc=[8, 0]).cc == (8, 0)
+    assert ac.inspect(fn, *sig, cc=(np.int64(9), np.int64(0))).target == "sm_90"
+
+
+def test_tensor_copy_lines_are_whole():
+    """The coordinates of a TMA copy are braces inside the operands: the
+    listing shows the whole instruction, while an asm block's braces still
+    split its statements."""
+    ptx = ("\tcp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+           "[%r1], [%rd2, {%r3, %r4}], [%r5];\n"
+           "\t{ .reg .pred p; @p mbarrier.try_wait.parity.shared::cta.b64 p, [%r1], %r2; }\n"
+           "$L__BB0_2: {\n\tld.shared::cluster.v4.u32 {%r6, %r7, %r8, %r9}, [%r10];\n}\n")
+    lines, _ = parse_ptx(ptx)
+    assert [(pl.opcode, pl.text) for pl in lines] == [
+        ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+         "[%r1], [%rd2, {%r3, %r4}], [%r5]"),
+        ("mbarrier.try_wait.parity.shared::cta.b64", "@p mbarrier.try_wait.parity.shared::cta.b64 p, [%r1], %r2"),
+        ("ld.shared::cluster.v4.u32", "ld.shared::cluster.v4.u32 {%r6, %r7, %r8, %r9}, [%r10]"),
+    ]
+    from numba_asynccopy.examples import tma_copy
+
+    r = ac.inspect(tma_copy.make_tma_copy(4, (32, 64)), *tma_copy.SIGNATURE)
+    tensor = [pl.text for pl in r.lines if pl.opcode.startswith("cp.async.bulk.tensor")]
+    assert len(tensor) == r.count("cp.async.bulk.tensor") > 0
+    for text in tensor:
+        assert re.search(r"\[%rd\d+, \{%r\d+, %r\d+\}\]", text), text
+        assert f"    {text}\n" in str(r) + "\n"
+
+
 def test_without_ptxas_the_report_says_so(monkeypatch):
     monkeypatch.setattr(toolchain, "find_tool", lambda name: None)
     fn, sig, _ = seeds.SEEDS["shift_rows"]
@@ -184,12 +236,13 @@ def test_without_ptxas_the_report_says_so(monkeypatch):
 
 
 def test_cluster_shape_shared_memory_and_ptxas_parsing():
-    assert _cluster(".entry k() .explicitcluster .reqnctapercluster 2, 2, 1\n{")[:2] == ((2, 2, 1), True)
-    assert _cluster(".entry k() .reqnctapercluster 4\n{")[:2] == ((4, 1, 1), False)
-    assert _cluster(".entry k()\n{")[:2] == (None, False)
+    assert cluster_shape(".entry k() .explicitcluster .reqnctapercluster 2, 2, 1\n{") == ((2, 2, 1), True)
+    assert cluster_shape(".entry k() .reqnctapercluster 4\n{") == ((4, 1, 1), False)
+    assert cluster_shape(".entry k()\n{") == (None, False)
+    assert directive_form(".entry k() .reqnctapercluster 4\n{") is not None
     ptx = (".visible .shared .align 16 .b8 _cudapy_smem_1[1024];\n"
            ".shared .align 8 .b8 bar[16];\n.extern .shared .align 16 .b8 dyn[];\n")
-    assert _shared(ptx) == (1040, True)
+    assert shared_memory(ptx) == (1040, True)
     log = ("ptxas info    : Function properties for k\n    16 bytes stack frame, 8 bytes spill stores, "
            "4 bytes spill loads\nptxas info    : Used 40 registers, used 1 barriers, 2048 bytes smem\n")
     r = parse_ptxas(log)
@@ -222,7 +275,7 @@ def test_source_shipping_rebuilds_closures_and_line_numbers():
 
 
 def test_simulator_mode_compiles_in_a_fresh_interpreter(monkeypatch):
-    monkeypatch.setattr(mod, "_simulator_on", lambda: True)
+    monkeypatch.setattr(rcompile, "_simulator_on", lambda: True)
     r = ac.inspect(_make_kernel(4), types.uint32[:, ::1], types.uint32[:, ::1])
     assert r.count("cp.async.cg.shared.global") == 1 and r.count("cp.async.wait_all") == 1
     (cp,) = [pl for pl in r.lines if pl.opcode.startswith("cp.async.cg")]
@@ -234,6 +287,6 @@ def test_simulator_mode_ships_device_functions(monkeypatch):
     # the fresh interpreter must compile it without asking for a GPU
     from numba_asynccopy.examples.staged_copy import SIGNATURE, make_staged_copy
 
-    monkeypatch.setattr(mod, "_simulator_on", lambda: True)
+    monkeypatch.setattr(rcompile, "_simulator_on", lambda: True)
     r = ac.inspect(make_staged_copy(2, 16, 256), *SIGNATURE, cc=(9, 0))
     assert {pl.text for pl in r.lines if pl.opcode == "cp.async.wait_group"} == {"cp.async.wait_group 1"}

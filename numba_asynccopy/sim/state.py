@@ -1,0 +1,347 @@
+"""Per-block and per-thread state of a simulated kernel: cp.async groups,
+asynchronous operations in flight, mbarriers with exact phase, arrival and
+transaction-byte counts, and deadlock detection.
+
+numba-cuda's simulator runs every CUDA thread of a block as a Python thread
+(``BlockThread``) under a ``BlockManager`` and the blocks one after another.
+This module keeps one :class:`BlockState` per ``BlockManager`` and one
+:class:`ThreadState` per ``BlockThread``; everything that changes them holds
+the block's lock, so the copies, groups and barrier counts are exact.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+import numpy as np
+
+from ..host import _numba_sim_internals as _nbsim
+from ..host._numba_sim_internals import address
+from .errors import SIM_PREFIX, SimulatorError, violation
+from .schedule import POISON_BYTE, eager
+
+_create_lock = threading.Lock()
+
+
+def current(api: str) -> tuple[ThreadState, BlockState]:
+    """(ThreadState, BlockState) of the calling simulated CUDA thread.
+
+    Example::
+
+        th, blk = current("commit_group")
+        with blk.cond:
+            th.groups.append(th.uncommitted)
+    """
+    t = threading.current_thread()
+    mgr = _nbsim.block_manager(t)
+    if mgr is None:
+        raise SimulatorError(f"{SIM_PREFIX}{api}: called outside a simulated kernel")
+    blk = mgr.__dict__.get("_ac_block")
+    if blk is None:
+        with _create_lock:
+            blk = mgr.__dict__.get("_ac_block")
+            if blk is None:
+                blk = mgr._ac_block = BlockState(mgr)
+    th = t.__dict__.get("_ac_thread")
+    if th is None:
+        th = t._ac_thread = ThreadState(t)
+    return th, blk
+
+
+def space_of(a: np.ndarray) -> str:
+    """"shared", "local" or "global" (anything else a kernel can see)."""
+    addr = address(a)
+    if _nbsim.find_range("shared", addr):
+        return "shared"
+    if _nbsim.find_range("local", addr):
+        return "local"
+    return "global"
+
+
+def describe_shared(addr: int) -> str:
+    """Which shared array ``addr`` is in, and where, for messages."""
+    hit = _nbsim.find_range("shared", addr)
+    if hit is None:
+        return f"at address 0x{addr:x}"
+    start, label = hit
+    return f"{label}, byte offset {addr - start}"
+
+
+class ThreadState:
+    def __init__(self, thread):
+        self.thread = thread
+        self.uncommitted: list[AsyncOp] = []
+        self.groups: list[list[AsyncOp]] = []
+        self.spin = None  # last failed test/try_wait: (barrier key, progress)
+        # bulk stores/reductions (sim/bulk.py): committed groups, oldest first
+        self.bulk_uncommitted: list = []
+        self.bulk_groups: list[list] = []
+
+    def pending_copies(self) -> list:
+        out = [op for g in self.groups for op in g if not op.landed]
+        return out + [op for op in self.uncommitted if not op.landed]
+
+
+class BlockState:
+    def __init__(self, mgr):
+        self.mgr = mgr
+        self.cond = threading.Condition(threading.RLock())
+        self.barriers: dict[int, Barrier] = {}
+        self.progress = 0  # bumped by every change of async/barrier state
+        self.waiting: dict = {}  # thread -> predicate of its blocking wait
+
+    @property
+    def nthreads(self) -> int:
+        return int(np.prod(_nbsim.block_dim(self.mgr)))
+
+    def changed(self) -> None:
+        self.progress += 1
+        self.cond.notify_all()
+
+    def all_blocked(self) -> bool:
+        """Every thread of the block is blocked (syncthreads or a wait of
+        ours that cannot be satisfied now) or has exited.  Holds the lock."""
+        threads = _nbsim.block_threads(self.mgr)
+        if len(threads) < self.nthreads:
+            return False  # the manager is still starting threads
+        for t in threads:
+            if t.ident is None:
+                return False  # created, not started yet
+            if not t.is_alive():
+                continue
+            pred = self.waiting.get(t)
+            if pred is not None:
+                if pred():
+                    return False
+            elif not _nbsim.syncthreads_blocked(t):
+                return False
+        return True
+
+    def at_exit(self, grid_point) -> None:
+        """The block finished: transaction bytes must balance on every barrier
+        (a phase whose tx-count is not zero was announced more or fewer bytes
+        than were completed; on the GPU its data is missing or a later phase
+        completes early).  Bulk stores still in flight complete first (the
+        end of the kernel completes them on the GPU too)."""
+        with self.cond:
+            for t in _nbsim.block_threads(self.mgr):
+                th = t.__dict__.get("_ac_thread")
+                if th is None:
+                    continue
+                ops = [op for g in th.bulk_groups for op in g] + th.bulk_uncommitted
+                th.bulk_groups, th.bulk_uncommitted = [], []
+                for op in ops:
+                    op.land()
+        for b in self.barriers.values():
+            pend, tx = b.outstanding()
+            if tx != 0:
+                arr, flight = b.in_flight()
+                raise SimulatorError(
+                    f"{SIM_PREFIX}block ({','.join(map(str, grid_point))}) exited with "
+                    f"{b.name()} in {b.report()}: the transaction bytes announced with "
+                    f"expect_tx ({b.tx_expected}) do not match the bytes completed "
+                    f"({b.tx_completed + flight})")
+
+    def block_until(self, pred: Callable[[], bool], on_deadlock: Callable[[], None]) -> bool:
+        """Wait (holding the lock between polls) until ``pred()``.
+
+        If the whole block stays blocked, call ``on_deadlock()`` (which
+        raises, or returns to give up) and return False.
+        """
+        me = threading.current_thread()
+        self.waiting[me] = pred
+        try:
+            seen, strikes = None, 0
+            while not pred():
+                if _nbsim.aborted(me):
+                    raise RuntimeError("aborted: another thread of the block failed")
+                if self.all_blocked():
+                    # stable over a few polls with no state change: a deadlock
+                    strikes = strikes + 1 if seen == self.progress else 1
+                    seen = self.progress
+                    if strikes >= 3:
+                        on_deadlock()
+                        return False
+                else:
+                    strikes = 0
+                self.cond.wait(0.002)
+            return True
+        finally:
+            del self.waiting[me]
+
+
+class AsyncOp:
+    """One asynchronous operation: byte pieces to write when it lands, the
+    transaction bytes it completes on a barrier, arrivals it makes.
+
+    ``pieces`` are (destination uint8 view, payload uint8 array) pairs.
+    Under the worst schedule the destinations hold poison from issue until
+    the op lands; under the eager one the op lands at issue.
+    """
+
+    def __init__(self, pieces, *, tx_bytes: int = 0, arrivals: int = 0):
+        self.pieces = pieces
+        self.tx_bytes = tx_bytes
+        self.arrivals = arrivals
+        self.landed = False
+        self.barrier: Barrier | None = None
+        self.then: list[Callable[[AsyncOp], None]] = []  # run once, at landing
+        self.requires: list[AsyncOp] = []  # land before this one (and make it land)
+
+    def poison(self) -> None:
+        for dst, _ in self.pieces:
+            dst[...] = POISON_BYTE
+
+    def land(self) -> None:
+        """Write the data (once), after the ops it requires.  Caller holds
+        the block lock."""
+        if self.landed:
+            return
+        self.landed = True
+        for op in self.requires:
+            op.land()
+        for dst, payload in self.pieces:
+            dst[...] = payload
+        for fn in self.then:
+            fn(self)
+
+
+class Barrier:
+    """Exact mbarrier accounting for one barrier of one block.
+
+    A phase completes when its pending arrivals and its transaction count
+    both reach zero.  Operations still in flight under the worst schedule
+    (``deferred``) count as if done: the phase completes, and they land, the
+    moment nothing else is missing.
+    """
+
+    def __init__(self, addr: int, label: str, count: int):
+        self.addr, self.label = addr, label
+        self.expected = count  # arrivals per phase (arrive_drop lowers it)
+        self.phase = 0
+        self._completing = False
+        self._new_phase()
+
+    def _new_phase(self) -> None:
+        self.pending = self.expected
+        self.tx = 0  # expect_tx adds, complete_tx subtracts
+        self.tx_expected = 0
+        self.tx_completed = 0
+        self.deferred: list[AsyncOp] = []
+
+    def in_flight(self) -> tuple[int, int]:
+        """(arrivals, tx bytes) of deferred operations of this phase."""
+        live = [op for op in self.deferred if not op.landed]
+        return sum(op.arrivals for op in live), sum(op.tx_bytes for op in live)
+
+    def outstanding(self) -> tuple[int, int]:
+        arr, tx = self.in_flight()
+        return self.pending - arr, self.tx - tx
+
+    def settle(self, blk: BlockState) -> None:
+        """Complete the phase when nothing is missing.  When only operations
+        in flight are missing the phase is ready but completes (and they land)
+        when a wait observes it (:meth:`observe`): the latest moment the GPU
+        allows, so a thread that reads without waiting reads poison."""
+        if self._completing:
+            return
+        pend, tx = self.outstanding()
+        if pend == 0 and tx == 0 and all(op.landed for op in self.deferred):
+            self._complete()
+        blk.changed()
+
+    def observe(self, blk: BlockState) -> None:
+        """A wait looks at the barrier: a ready phase completes now."""
+        if self._completing:
+            return
+        pend, tx = self.outstanding()
+        if pend == 0 and tx == 0:
+            self._complete()
+            blk.changed()
+
+    def _complete(self) -> None:
+        self._completing = True
+        try:
+            for op in list(self.deferred):
+                op.land()  # its arrivals/tx bytes are part of this completion
+        finally:
+            self._completing = False
+        self.phase += 1
+        self._new_phase()
+
+    def arrive(self, blk: BlockState, count: int, api: str) -> None:
+        pend, tx = self.outstanding()
+        if count > pend:
+            raise violation(
+                api,
+                f"{count} arrival(s) on {self.name()} in phase {self.phase}, but only {pend} "
+                f"of its expected {self.expected} arrivals are still pending "
+                "(the arrival count is wrong: on the GPU the extra arrivals leak into the "
+                "next phase)")
+        self.pending -= count
+        self.settle(blk)
+
+    def expect_tx(self, blk: BlockState, nbytes: int) -> None:
+        self.tx += nbytes
+        self.tx_expected += nbytes
+        blk.changed()
+
+    def complete_tx(self, blk: BlockState, nbytes: int) -> None:
+        self.tx -= nbytes
+        self.tx_completed += nbytes
+        self.settle(blk)
+
+    def attach(self, blk: BlockState, op: AsyncOp) -> None:
+        """Track ``op`` on the current phase: its arrivals and tx bytes happen
+        when it lands (eager: now; worst: at the latest, when the phase
+        completes)."""
+        op.barrier = self
+
+        def done(o: AsyncOp, bar=self) -> None:
+            bar.pending -= o.arrivals
+            bar.tx -= o.tx_bytes
+            bar.tx_completed += o.tx_bytes
+            bar.settle(blk)  # no-op while the phase is completing
+
+        op.then.insert(0, done)
+        self.deferred.append(op)
+        if eager():
+            op.land()
+        else:
+            op.poison()
+            self.settle(blk)
+
+    def name(self) -> str:
+        return f"the barrier ({self.label})"
+
+    def report(self) -> str:
+        arr, tx_flight = self.in_flight()
+        arrived = self.expected - self.pending
+        return (
+            f"phase {self.phase}: expected {self.expected} arrivals, {arrived} arrived"
+            + (f" ({arr} more from copies in flight)" if arr else "")
+            + f"; transaction bytes: expected {self.tx_expected}, completed "
+            f"{self.tx_completed}, in flight {tx_flight}, tx-count {self.tx - tx_flight} "
+            "after the copies in flight land"
+        )
+
+
+def barrier_of(api: str, blk: BlockState, bar: np.ndarray, *, init_count: int | None = None) -> Barrier:
+    """The Barrier at the first element of ``bar`` (a shared uint64 view)."""
+    if bar.size == 0:
+        raise violation(api, "`bar` is an empty view; its first element is the barrier")
+    if space_of(bar) != "shared":
+        raise violation(api, "`bar` is not in shared memory")
+    addr = address(bar)
+    if addr % 8:
+        raise violation(api, f"`bar` is not 8-byte aligned (address 0x{addr:x})")
+    if init_count is not None:
+        b = blk.barriers[addr] = Barrier(addr, describe_shared(addr), init_count)
+        return b
+    b = blk.barriers.get(addr)
+    if b is None:
+        raise violation(
+            api, f"the barrier ({describe_shared(addr)}) is not initialised in this block "
+            "(call mbarrier_init first, then cuda.syncthreads())")
+    return b
