@@ -17,6 +17,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.cuda import cgutils
 
+from . import _rules
 from . import checked as _checked
 from ._compat import TypingError, intrinsic
 from ._forms import form
@@ -539,7 +540,7 @@ def check_barrier_runtime(context, builder, api, name, ptr):
     addr = generic_addr64(builder, ptr)
     mis = builder.urem(addr, ir.Constant(I64, 8))
     trap_if(context, builder, builder.icmp_unsigned("!=", mis, ir.Constant(I64, 0)), api,
-            f"`{name}` is not 8-byte aligned (address %p)", [addr])
+            _rules.not_aligned(name=name, align=8, addr="%p"), [addr])
 
 
 def ptx_mbarrier_arrive_remote(count: bool) -> str:
@@ -567,8 +568,9 @@ def mbarrier_arrive_remote(typingctx, bar, cta_rank, count=1):
     check_barrier(api, "bar", bar)
     check_runtime_scalar(cta_rank, api, "cta_rank")
     check_runtime_scalar(count, api, "count")
-    if isinstance(count, types.IntegerLiteral) and not 1 <= count.literal_value < 2**20:
-        raise TypingError(f"{api}: `count`={count.literal_value} is outside 1..2**20-1")
+    if isinstance(count, types.IntegerLiteral) and not 1 <= count.literal_value <= _rules.MAX_COUNT:
+        raise TypingError(f"{api}: " + _rules.outside_range(
+            name="count", value=count.literal_value, lo=1, hi="2**20-1"))
     has_count = not (isinstance(count, types.Omitted) or
                      (isinstance(count, types.IntegerLiteral) and count.literal_value == 1))
     text = ptx_mbarrier_arrive_remote(has_count)
@@ -590,9 +592,10 @@ def _tx_remote(api: str, key: str, bar, cta_rank, nbytes):
     check_barrier(api, "bar", bar)
     check_runtime_scalar(cta_rank, api, "cta_rank")
     check_runtime_scalar(nbytes, api, "nbytes")
-    if isinstance(nbytes, types.IntegerLiteral) and not 0 <= nbytes.literal_value < 2**20:
-        raise TypingError(f"{api}: `nbytes`={nbytes.literal_value} is outside 0..2**20-1 "
-                          "(the transaction-count range)")
+    if isinstance(nbytes, types.IntegerLiteral) and not 0 <= nbytes.literal_value <= _rules.MAX_TX:
+        raise TypingError(f"{api}: " + _rules.outside_range(
+            name="nbytes", value=nbytes.literal_value, lo=0, hi="2**20-1")
+            + " (the transaction-count range)")
     opcode = form(key).opcode
     text = f"{opcode} _, [$0], $1;" if "arrive" in key else f"{opcode} [$0], $1;"
 

@@ -34,6 +34,7 @@ from typing import Callable
 
 import numpy as np
 
+from .. import _rules
 from . import _runtime as rt
 from .cp_async import _bytes
 from .cp_async import _check_views as _check_chunk_views
@@ -46,25 +47,25 @@ ALIGN = _dev.BULK_ALIGN
 
 def _check_space(api: str, name: str, v: np.ndarray, space: str) -> None:
     if rt.space_of(v) != space:
-        raise rt.violation(api, f"`{name}` is not in {space} memory")
+        raise rt.violation(api, _rules.not_in_space(name=name, space=space))
 
 
 def _check_size(api: str, size: int, what: str) -> None:
     if size == 0 or size % ALIGN:
-        raise rt.violation(api, f"{what} is {size} bytes; a bulk copy moves a positive multiple of 16 bytes")
+        raise rt.violation(api, _rules.bulk_size_multiple(what=what, size=size))
     if size >= 1 << 32:
-        raise rt.violation(api, f"{what} is {size} bytes; a bulk copy moves less than 2**32")
+        raise rt.violation(api, _rules.bulk_size_limit(what=what, size=size))
 
 
 def _check_aligned(api: str, name: str, addr: int, align: int) -> None:
     if addr % align:
-        raise rt.violation(api, f"`{name}` is not {align}-byte aligned (address 0x{addr:x})")
+        raise rt.violation(api, _rules.not_aligned(name=name, align=align, addr=f"0x{addr:x}"))
 
 
 def _check_mbar(api: str, blk: rt.BlockState, mbar: np.ndarray) -> rt.Barrier:
     """``check_barrier_value`` (names `mbar`), then the initialised barrier."""
     if mbar.size and rt.space_of(mbar) != "shared":
-        raise rt.violation(api, "`mbar` is not in shared memory")
+        raise rt.violation(api, _rules.not_in_space(name="mbar", space="shared"))
     if mbar.size:
         _check_aligned(api, "mbar", rt.address(mbar), 8)
     return rt.barrier_of(api, blk, mbar)
@@ -79,7 +80,8 @@ def _check_views(api: str, lead: tuple, other: tuple | None, whole: bool) -> Non
         for name, v, _ in (lead, other) if other is not None else (lead,):
             _check_aligned(api, name, rt.address(v), ALIGN)
         if other is not None and other[1].nbytes != size:
-            raise rt.violation(api, f"`{lname}` has {size} bytes, `{other[0]}` has {other[1].nbytes}")
+            raise rt.violation(api, _rules.byte_counts_differ(
+                a_name=lname, a=size, b_name=other[0], b=other[1].nbytes))
     else:
         _check_chunk_views(api, [lead] + ([other] if other is not None else []), ALIGN)
         _check_size(api, lv.shape[-1] * lv.itemsize, f"a row of `{lname}`")

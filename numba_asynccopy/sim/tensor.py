@@ -27,6 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .. import _rules
 from ..host import tensor_map as _tm
 from . import _runtime as rt
 from .bulk import BulkOp, _check_mbar, _check_space, _cluster_error, _combine, _issue
@@ -86,36 +87,29 @@ def _check_map(api: str, m: np.ndarray, rank: int, tile: np.ndarray, name: str,
                dtype_code: int | None = None) -> TensorMap:
     """``check_map_and_tile``, then the map behind the buffer."""
     if m.shape[0] < _tm.BUFFER_WORDS:
-        raise rt.violation(api, f"`tensor_map` has {m.shape[0]} words, not the "
-                           f"{_tm.BUFFER_WORDS} of an ac.TensorMap buffer")
+        raise rt.violation(api, _rules.tensor_map_words(words=m.shape[0], need=_tm.BUFFER_WORDS))
     w = [int(x) for x in m[:_tm.BUFFER_WORDS]]
     if w[_tm.W_MAGIC] != _tm.MAGIC:
-        raise rt.violation(api, "`tensor_map` is not an ac.TensorMap buffer (bad magic word)")
+        raise rt.violation(api, _rules.tensor_map_magic())
     if w[_tm.W_RANK] != rank:
-        raise rt.violation(api, f"`coords` has {rank} entries but the tensor map has rank "
-                           f"{w[_tm.W_RANK]}")
+        raise rt.violation(api, _rules.tensor_rank(rank=rank, map_rank=w[_tm.W_RANK]))
     if w[_tm.W_ITEMSIZE] != tile.itemsize:
-        raise rt.violation(api, f"`{name}` has {tile.itemsize}-byte elements but the tensor "
-                           f"map's are {w[_tm.W_ITEMSIZE]} bytes")
+        raise rt.violation(api, _rules.tensor_itemsize(
+            name=name, itemsize=tile.itemsize, map_itemsize=w[_tm.W_ITEMSIZE]))
     if w[_tm.W_BOX_BYTES] != tile.nbytes:
-        raise rt.violation(api, f"`{name}` has {tile.nbytes} bytes but one box of the tensor "
-                           f"map has {w[_tm.W_BOX_BYTES]}")
+        raise rt.violation(api, _rules.tensor_box_bytes(
+            name=name, nbytes=tile.nbytes, box=w[_tm.W_BOX_BYTES]))
     addr, align = rt.address(tile), w[_tm.W_SMEM_ALIGN]
     if align == 0 or addr % align:
-        raise rt.violation(
-            api, f"`{name}` (shared address 0x{addr:x}) is not {align}-byte aligned as this "
-            "tensor map needs (128, or 8 x the swizzle span); use cuda.shared.array(..., "
-            "alignment=...)")
+        raise rt.violation(api, _rules.tensor_smem_align(name=name, addr=f"0x{addr:x}", align=align))
     if dtype_code is not None and w[_tm.W_DTYPE] != dtype_code:
-        raise rt.violation(
-            api, f"the reduction reads `{name}` as CUtensorMapDataType {dtype_code} but the "
-            f"tensor map holds type {w[_tm.W_DTYPE]}")
+        raise rt.violation(api, _rules.tensor_dtype(
+            name=name, code=dtype_code, map_code=w[_tm.W_DTYPE]))
     expect = tile.itemsize
     for axis in range(tile.ndim - 1, -1, -1):
         if tile.strides[axis] != expect and tile.shape[axis] > 1:
-            raise rt.violation(
-                api, f"`{name}` is not C-contiguous: axis {axis} has stride "
-                f"{tile.strides[axis]} bytes, expected {expect} (a TMA tile is one dense box)")
+            raise rt.violation(api, _rules.tensor_not_dense(
+                name=name, axis=axis, stride=tile.strides[axis], expect=expect))
         expect *= tile.shape[axis]
     tmap = _maps.get(rt.address(m))
     if tmap is None or w[0] != SIM_MARK:
@@ -132,15 +126,11 @@ def _coords(api: str, coords, m: np.ndarray, *, store: bool) -> list[int]:
     cs = [int(np.int32(c)) for c in coords]  # signed 32-bit, as the lowering casts
     isz = int(m[_tm.W_ITEMSIZE])
     if (cs[-1] * isz) & 15:
-        raise rt.violation(
-            api, f"the innermost coordinate {cs[-1]} x {isz}-byte elements is not a multiple "
-            "of 16 bytes (the copy engine needs 16-byte aligned box starts)")
+        raise rt.violation(api, _rules.tensor_inner_coord(coord=cs[-1], itemsize=isz))
     if store:
         for axis, c in enumerate(cs):
             if c < 0:
-                raise rt.violation(
-                    api, f"`coords`[{axis}]={c} is negative; tensor stores and reductions need "
-                    "coordinates >= 0 (boxes may still run past the far edges)")
+                raise rt.violation(api, _rules.tensor_negative_coord(axis=axis, coord=c))
     return cs
 
 
