@@ -36,6 +36,7 @@ import numpy as np
 
 from .. import _rules
 from . import _runtime as rt
+from ._mirror import mirrors
 from .cp_async import _bytes
 from .cp_async import _check_views as _check_chunk_views
 
@@ -208,18 +209,12 @@ def _combine(op: str, ptx_type: str, old: np.ndarray, new: np.ndarray) -> np.nda
 # --- intrinsics -------------------------------------------------------------------
 
 
+@mirrors(
+    _dev.cp_async_bulk_g2s,
+    "lands (and completes its bytes on ``mbar``) when a wait sees the phase complete; ``dst`` "
+    "holds poison until then. ``multicast_mask`` raises the cluster "
+    ":class:`~numba_asynccopy.sim.SimulatorError`.")
 def cp_async_bulk_g2s(dst, src, mbar, *, multicast_mask=None, cache_policy=None):
-    """Simulator version of :func:`numba_asynccopy.cp_async_bulk_g2s`: lands
-    (and completes its bytes on ``mbar``) when a wait sees the phase complete;
-    ``dst`` holds poison until then.  ``multicast_mask`` raises the cluster
-    :class:`~numba_asynccopy.sim.SimulatorError`.
-
-    Example::
-
-        ac.mbarrier_arrive_expect_tx(bar, 4096)
-        ac.cp_async_bulk_g2s(sh, A, bar)
-        ac.mbarrier_wait_parity(bar, 0)
-    """
     api = "cp_async_bulk_g2s"
     (d, s, b), kw = rt.validate(_dev.cp_async_bulk_g2s, dst, src, mbar,
                                 multicast_mask=multicast_mask, cache_policy=cache_policy)
@@ -262,34 +257,19 @@ def _s2g(api: str, d, s, o, op: str | None, ptx_type: str | None) -> None:
     _issue(th, blk, BulkOp(api, [sb], write, poison))
 
 
+@mirrors(
+    _dev.cp_async_bulk_s2g,
+    "reads ``src`` at ``bulk_wait_group(n, read=True)`` (raising if it was overwritten since "
+    "issue), writes ``dst`` at ``bulk_wait_group(n)``; ``dst`` holds poison until then.")
 def cp_async_bulk_s2g(dst, src, *, cache_policy=None):
-    """Simulator version of :func:`numba_asynccopy.cp_async_bulk_s2g`: reads
-    ``src`` at ``bulk_wait_group(n, read=True)`` (raising if it was
-    overwritten since issue), writes ``dst`` at ``bulk_wait_group(n)``;
-    ``dst`` holds poison until then.
-
-    Example::
-
-        ac.cp_async_bulk_s2g(B, sh)
-        ac.bulk_commit_group()
-        ac.bulk_wait_group(0)
-    """
     api = "cp_async_bulk_s2g"
     (d, s), kw = rt.validate(_dev.cp_async_bulk_s2g, dst, src, cache_policy=cache_policy)
     o = _dev.validate_bulk_s2g(api, *_types(d, s, kw["cache_policy"]))
     _s2g(api, d, s, o, None, None)
 
 
+@mirrors(_dev.cp_reduce_async_bulk_s2g, "combines ``src`` into ``dst`` when the group completes.")
 def cp_reduce_async_bulk_s2g(dst, src, op, *, bf16=False, cache_policy=None):
-    """Simulator version of :func:`numba_asynccopy.cp_reduce_async_bulk_s2g`:
-    combines ``src`` into ``dst`` when the group completes.
-
-    Example::
-
-        ac.cp_reduce_async_bulk_s2g(total, partial_sh, "add")
-        ac.bulk_commit_group()
-        ac.bulk_wait_group(0)
-    """
     api = "cp_reduce_async_bulk_s2g"
     (d, s, name), kw = rt.validate(_dev.cp_reduce_async_bulk_s2g, dst, src, op, bf16=bf16,
                                    cache_policy=cache_policy)
@@ -298,14 +278,8 @@ def cp_reduce_async_bulk_s2g(dst, src, op, *, bf16=False, cache_policy=None):
     _s2g(api, d, s, o, name, o.ptx_type)
 
 
+@mirrors(_dev.cp_async_bulk_prefetch_l2, "checks its rules; a hint, so no data moves.")
 def cp_async_bulk_prefetch_l2(src, *, cache_policy=None):
-    """Simulator version of :func:`numba_asynccopy.cp_async_bulk_prefetch_l2`
-    (checks its rules; a hint, so no data moves).
-
-    Example::
-
-        ac.cp_async_bulk_prefetch_l2(A[next_block])
-    """
     api = "cp_async_bulk_prefetch_l2"
     (s,), _ = rt.validate(_dev.cp_async_bulk_prefetch_l2, src, cache_policy=cache_policy)
     ts = rt.numba_type(s)
@@ -314,13 +288,8 @@ def cp_async_bulk_prefetch_l2(src, *, cache_policy=None):
     _check_views(api, ("src", s, ts), None, ts.layout == "C")
 
 
+@mirrors(_dev.bulk_commit_group)
 def bulk_commit_group():
-    """Simulator version of :func:`numba_asynccopy.bulk_commit_group`.
-
-    Example::
-
-        ac.bulk_commit_group()
-    """
     rt.validate(_dev.bulk_commit_group)
     th, blk = rt.current("bulk_commit_group")
     with blk.cond:
@@ -328,16 +297,11 @@ def bulk_commit_group():
         th.bulk_uncommitted = []
 
 
+@mirrors(
+    _dev.bulk_wait_group,
+    "every committed group but the newest ``n`` reads its sources (``read=True``: the shared "
+    "memory may be reused, global writes still pending) or completes (writes land).")
 def bulk_wait_group(n, read=False):
-    """Simulator version of :func:`numba_asynccopy.bulk_wait_group`: every
-    committed group but the newest ``n`` reads its sources (``read=True``:
-    the shared memory may be reused, global writes still pending) or
-    completes (writes land).
-
-    Example::
-
-        ac.bulk_wait_group(0, read=True)
-    """
     rt.validate(_dev.bulk_wait_group, n, read)
     th, blk = rt.current("bulk_wait_group")
     keep = int(n)

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import _rules
 from . import _runtime as rt
+from ._mirror import mirrors
 
 _dev = sys.modules["numba_asynccopy.cp_async"]
 
@@ -53,14 +54,9 @@ def _bytes(v: np.ndarray) -> np.ndarray:
     return v.view(np.uint8)
 
 
+@mirrors(_dev.cp_async)
 def cp_async(dst, src, chunk_bytes, *, cache=None, prefetch=None, src_size=None,
              ignore_src=False, pred=True, cache_policy=None, scope="thread"):
-    """Simulator version of :func:`numba_asynccopy.cp_async` (same contract).
-
-    Example::
-
-        ac.cp_async(sh[tid, :], A[tid, :], 16)   # lands at wait_group(0)
-    """
     api = "cp_async"
     (d, s, chunk), kw = rt.validate(
         _dev.cp_async, dst, src, chunk_bytes, cache=cache, prefetch=prefetch,
@@ -121,13 +117,8 @@ def cp_async(dst, src, chunk_bytes, *, cache=None, prefetch=None, src_size=None,
         blk.changed()
 
 
+@mirrors(_dev.commit_group)
 def commit_group():
-    """Simulator version of :func:`numba_asynccopy.commit_group`.
-
-    Example::
-
-        ac.commit_group()
-    """
     rt.validate(_dev.commit_group)
     th, blk = rt.current("commit_group")
     with blk.cond:
@@ -147,26 +138,15 @@ def _retire(th, blk, keep: int) -> None:
         blk.changed()
 
 
+@mirrors(_dev.wait_group, "lands every committed group but the newest ``n``.")
 def wait_group(n):
-    """Simulator version of :func:`numba_asynccopy.wait_group`: lands every
-    committed group but the newest ``n``.
-
-    Example::
-
-        ac.wait_group(1)
-    """
     rt.validate(_dev.wait_group, n)
     th, blk = rt.current("wait_group")
     _retire(th, blk, int(n))
 
 
+@mirrors(_dev.wait_all)
 def wait_all():
-    """Simulator version of :func:`numba_asynccopy.wait_all`.
-
-    Example::
-
-        ac.wait_all()
-    """
     rt.validate(_dev.wait_all)
     th, blk = rt.current("wait_all")
     with blk.cond:
@@ -174,14 +154,10 @@ def wait_all():
         _retire(th, blk, 0)
 
 
+@mirrors(
+    _dev.createpolicy_fractional,
+    "the policy is an opaque uint64 (a hint: copies are unaffected).")
 def createpolicy_fractional(primary="evict_last", secondary=None, fraction=1.0):
-    """Simulator version of :func:`numba_asynccopy.createpolicy_fractional`;
-    the policy is an opaque uint64 (a hint: copies are unaffected).
-
-    Example::
-
-        pol = ac.createpolicy_fractional("evict_first")
-    """
     api = "createpolicy_fractional"
     rt.validate(_dev.createpolicy_fractional, primary, secondary, fraction)
     frac = float(np.float32(fraction))

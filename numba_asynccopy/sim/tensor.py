@@ -30,6 +30,7 @@ import numpy as np
 from .. import _rules
 from ..host import tensor_map as _tm
 from . import _runtime as rt
+from ._mirror import mirrors
 from .bulk import BulkOp, _check_mbar, _check_space, _cluster_error, _combine, _issue
 
 _dev = sys.modules["numba_asynccopy.tensor"]
@@ -182,18 +183,12 @@ def _tile_bytes(tile: np.ndarray) -> np.ndarray:
 # --- intrinsics -------------------------------------------------------------------
 
 
+@mirrors(
+    _dev.cp_async_bulk_tensor_load,
+    "the (swizzled, out-of-bounds-filled) box lands when a wait sees ``mbar``'s phase "
+    "complete; ``dst`` holds poison until then.")
 def cp_async_bulk_tensor_load(dst, tensor_map, coords, mbar, *, multicast_mask=None,
                               cache_policy=None, fence=True):
-    """Simulator version of :func:`numba_asynccopy.cp_async_bulk_tensor_load`:
-    the (swizzled, out-of-bounds-filled) box lands when a wait sees ``mbar``'s
-    phase complete; ``dst`` holds poison until then.
-
-    Example::
-
-        ac.mbarrier_arrive_expect_tx(bar, tmap_box_bytes)
-        ac.cp_async_bulk_tensor_load(tile, tmap, (r, c), bar)
-        ac.mbarrier_wait_parity(bar, 0)
-    """
     api = "cp_async_bulk_tensor_load"
     (d, m, cs, b), kw = rt.validate(_dev.cp_async_bulk_tensor_load, dst, tensor_map, coords, mbar,
                                     multicast_mask=multicast_mask, cache_policy=cache_policy,
@@ -255,17 +250,11 @@ class _Region:
         self.t[self.ix] = np.full(shape + (self.t.itemsize,), value, np.uint8).view(self.t.dtype).reshape(shape)
 
 
+@mirrors(
+    _dev.cp_async_bulk_tensor_store,
+    "reads ``src`` at ``bulk_wait_group(n, read=True)``, writes the in-bounds part of the box "
+    "at ``bulk_wait_group(n)`` (poison there until then).")
 def cp_async_bulk_tensor_store(tensor_map, coords, src, *, cache_policy=None, fence=True):
-    """Simulator version of :func:`numba_asynccopy.cp_async_bulk_tensor_store`:
-    reads ``src`` at ``bulk_wait_group(n, read=True)``, writes the in-bounds
-    part of the box at ``bulk_wait_group(n)`` (poison there until then).
-
-    Example::
-
-        ac.cp_async_bulk_tensor_store(tmap_out, (r, c), tile)
-        ac.bulk_commit_group()
-        ac.bulk_wait_group(0)
-    """
     api = "cp_async_bulk_tensor_store"
     (m, cs, s), kw = rt.validate(_dev.cp_async_bulk_tensor_store, tensor_map, coords, src,
                                  cache_policy=cache_policy, fence=fence)
@@ -274,18 +263,11 @@ def cp_async_bulk_tensor_store(tensor_map, coords, src, *, cache_policy=None, fe
     _store(api, m, cs, s, o)
 
 
+@mirrors(
+    _dev.cp_reduce_async_bulk_tensor,
+    "combines ``src`` into the in-bounds part of the box when its group completes.")
 def cp_reduce_async_bulk_tensor(tensor_map, coords, src, op, *, bf16=False, cache_policy=None,
                                 fence=True):
-    """Simulator version of :func:`numba_asynccopy.cp_reduce_async_bulk_tensor`:
-    combines ``src`` into the in-bounds part of the box when its group
-    completes.
-
-    Example::
-
-        ac.cp_reduce_async_bulk_tensor(tmap_acc, (r, c), tile, "add")
-        ac.bulk_commit_group()
-        ac.bulk_wait_group(0)
-    """
     api = "cp_reduce_async_bulk_tensor"
     (m, cs, s, name), kw = rt.validate(_dev.cp_reduce_async_bulk_tensor, tensor_map, coords, src,
                                        op, bf16=bf16, cache_policy=cache_policy, fence=fence)
@@ -298,25 +280,14 @@ def cp_reduce_async_bulk_tensor(tensor_map, coords, src, op, *, bf16=False, cach
     _store(api, m, cs, s, o, code)
 
 
+@mirrors(_dev.prefetch_tensormap, "a hint.")
 def prefetch_tensormap(tensor_map, *, fence=True):
-    """Simulator version of :func:`numba_asynccopy.prefetch_tensormap` (a hint).
-
-    Example::
-
-        ac.prefetch_tensormap(tmap)
-    """
     api = "prefetch_tensormap"
     (m,), _ = rt.validate(_dev.prefetch_tensormap, tensor_map, fence=fence)
     rt.current(api)
     _check_space(api, "tensor_map", m, "global")
 
 
+@mirrors(_dev.fence_proxy_tensormap, "no-op: the simulator's map is read directly.")
 def fence_proxy_tensormap(tensor_map, scope="sys"):
-    """Simulator version of :func:`numba_asynccopy.fence_proxy_tensormap` (no-op:
-    the simulator's map is read directly).
-
-    Example::
-
-        ac.fence_proxy_tensormap(tmap)
-    """
     rt.validate(_dev.fence_proxy_tensormap, tensor_map, scope)
