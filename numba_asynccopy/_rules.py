@@ -82,6 +82,8 @@ wait_count_negative = _rule("wait_count_negative", "`n` must be >= 0, got {count
 bool_constant = _rule("bool_constant", "`{name}` must be a bool constant, got {value}")
 
 # Address spaces and alignment.
+local_shared_view = _rule(
+    "local_shared_view", "`{name}` must be a local shared-memory array view, got {got}")
 not_in_space = _rule("not_in_space", "`{name}` is not in {space} memory")
 not_aligned = _rule("not_aligned", "`{name}` is not {align}-byte aligned (address {addr})")
 
@@ -103,6 +105,8 @@ chunk_counts_differ = _rule(
 bulk_size_multiple = _rule(
     "bulk_size_multiple", "{what} is {size} bytes; a bulk copy moves a positive multiple of 16 bytes")
 bulk_size_limit = _rule("bulk_size_limit", "{what} is {size} bytes; a bulk copy moves less than 2**32")
+#: the ``what`` of the two size rules for a view copied row by row
+row_of = _rule("row_of", "a row of `{name}`")
 byte_counts_differ = _rule("byte_counts_differ", "`{a_name}` has {a} bytes, `{b_name}` has {b}")
 
 # Tensor (TMA) copies: the map buffer and the shared tile.

@@ -189,7 +189,7 @@ def check_whole_views(context, builder, api: str, lead: View, other: View | None
 def check_row_views(context, builder, api: str, lead: View, other: View | None) -> None:
     """Checked mode for views copied row by row (16-byte rules per row)."""
     check_chunk_views(context, builder, api, [lead] + ([other] if other is not None else []), BULK_ALIGN)
-    check_size(context, builder, api, lead.row_bytes(builder), f"a row of `{lead.name}`")
+    check_size(context, builder, api, lead.row_bytes(builder), _rules.row_of(name=lead.name))
 
 
 def check_barrier_value(context, builder, api: str, mbar_ty, mbar) -> None:

@@ -317,7 +317,7 @@ def validate_dsmem(api: str, view, rank, index, value=None, atomic=False) -> Dsm
     form({"dsmem_load": "ld.shared::cluster", "dsmem_store": "st.shared::cluster",
           "dsmem_atomic_add": "atom.shared::cluster.add"}[api]).require_sm()
     if not isinstance(view, types.Array):
-        raise TypingError(f"{api}: `view` must be a local shared-memory array view, got {view}")
+        raise TypingError(f"{api}: {_rules.local_shared_view(name='view', got=view)}")
     if view.dtype not in _DSMEM_TYPES:
         raise TypingError(
             f"{api}: dtype {view.dtype} of `view` is not supported; supported: "
@@ -502,7 +502,7 @@ def map_shared_rank(typingctx, view, rank):
     api = "map_shared_rank"
     form("mapa.generic").require_sm()
     if not isinstance(view, types.Array):
-        raise TypingError(f"{api}: `view` must be a local shared-memory array view, got {view}")
+        raise TypingError(f"{api}: {_rules.local_shared_view(name='view', got=view)}")
     check_runtime_scalar(rank, api, "rank")
     opcode = form("mapa.generic").opcode
 

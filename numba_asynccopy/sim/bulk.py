@@ -85,7 +85,7 @@ def _check_views(api: str, lead: tuple, other: tuple | None, whole: bool) -> Non
                 a_name=lname, a=size, b_name=other[0], b=other[1].nbytes))
     else:
         _check_chunk_views(api, [lead] + ([other] if other is not None else []), ALIGN)
-        _check_size(api, lv.shape[-1] * lv.itemsize, f"a row of `{lname}`")
+        _check_size(api, lv.shape[-1] * lv.itemsize, _rules.row_of(name=lname))
 
 
 def _flat_bytes(v: np.ndarray, whole: bool) -> np.ndarray:

@@ -31,6 +31,11 @@ PINNED: dict[str, list[tuple[dict, str]]] = {
         (dict(name="dst", space="shared"), "`dst` is not in shared memory"),
         (dict(name="src", space="global"), "`src` is not in global memory"),
     ],
+    "local_shared_view": [
+        (dict(name="view", got="float32"),
+         "`view` must be a local shared-memory array view, got float32"),
+    ],
+    "row_of": [(dict(name="src"), "a row of `src`")],
     "not_aligned": [
         (dict(name="mbar", align=8, addr="0x1004"), "`mbar` is not 8-byte aligned (address 0x1004)"),
         (dict(name="src", align=16, addr="%p"), "`src` is not 16-byte aligned (address %p)"),
