@@ -17,6 +17,7 @@ from numba.core import types
 from numba.cuda import cgutils
 from numba.cuda.np import numpy_support
 
+from . import _rules
 from ._compat import TypingError
 from ._lowering import I32, I64, generic_addr64, shared_addr32, trap_if
 
@@ -208,28 +209,27 @@ def check_chunk_views(context, builder, api: str, views, chunk: int, align: int 
                 builder.icmp_unsigned(">", v.shape[-1], c(1)),
             )
             trap_if(context, builder, bad, api,
-                    f"the last axis of `{v.name}` is not contiguous (stride %lld bytes)",
-                    [v.strides[-1]])
+                    _rules.last_axis_strided(name=v.name, stride="%lld"), [v.strides[-1]])
         rem = builder.urem(v.row_bytes(builder), c(chunk))
         trap_if(context, builder, builder.icmp_unsigned("!=", rem, c(0)), api,
-                f"the last axis of `{v.name}` (%lld bytes) is not a whole number of "
-                f"{chunk}-byte chunks", [v.row_bytes(builder)])
+                _rules.row_not_whole_chunks(name=v.name, row="%lld", chunk=chunk),
+                [v.row_bytes(builder)])
         addr = generic_addr64(builder, v.data)
         mis = builder.urem(addr, ir.Constant(I64, align))
         for s in v.strides[:-1]:
             mis = builder.or_(mis, builder.urem(s, c(align)))
         trap_if(context, builder, builder.icmp_unsigned("!=", mis, c(0)), api,
-                f"a chunk of `{v.name}` is not {align}-byte aligned (base %p)", [addr])
+                _rules.chunk_misaligned(name=v.name, align=align, base="%p"), [addr])
     first = views[0]
     for other in views[1:]:
         for axis, (a, b) in enumerate(zip(first.shape[:-1], other.shape[:-1])):
             trap_if(context, builder, builder.icmp_unsigned("!=", a, b), api,
-                    f"repeat axis {axis} differs: `{first.name}` has %lld, "
-                    f"`{other.name}` has %lld", [a, b])
+                    _rules.repeat_axis_differs(axis=axis, a_name=first.name, a="%lld",
+                                               b_name=other.name, b="%lld"), [a, b])
         na, nb = first.nchunks(builder, chunk), other.nchunks(builder, chunk)
         trap_if(context, builder, builder.icmp_unsigned("!=", na, nb), api,
-                f"chunk counts differ: `{first.name}` has %lld chunks per row, "
-                f"`{other.name}` has %lld", [na, nb])
+                _rules.chunk_counts_differ(a_name=first.name, a="%lld", b_name=other.name, b="%lld"),
+                [na, nb])
 
 
 # --- barriers ---------------------------------------------------------------

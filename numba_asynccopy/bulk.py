@@ -33,6 +33,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.cuda import cgutils
 
+from . import _rules
 from . import checked as _checked
 from ._compat import TypingError, intrinsic
 from ._forms import form, nvvm_ptx_isa as _nvvm_ptx_isa, select
@@ -60,8 +61,7 @@ from ._regions import (
     is_absent,
     literal_value,
 )
-
-BULK_ALIGN = 16  # bytes: size granule and address alignment of every bulk copy
+from ._rules import BULK_ALIGN  # re-exported: size granule and address alignment
 
 # --- compile time -----------------------------------------------------------
 
@@ -138,21 +138,21 @@ def check_size(context, builder, api: str, size, what: str) -> None:
     c = ir.Constant(size.type, 0)
     bad = builder.or_(builder.icmp_unsigned("==", size, c),
                       builder.icmp_unsigned("!=", builder.urem(size, ir.Constant(size.type, BULK_ALIGN)), c))
-    trap_if(context, builder, bad, api,
-            f"{what} is %lld bytes; a bulk copy moves a positive multiple of 16 bytes", [size])
+    trap_if(context, builder, bad, api, _rules.bulk_size_multiple(what=what, size="%lld"), [size])
     big = builder.icmp_unsigned(">=", size, ir.Constant(size.type, 1 << 32))
-    trap_if(context, builder, big, api, f"{what} is %lld bytes; a bulk copy moves less than 2**32", [size])
+    trap_if(context, builder, big, api, _rules.bulk_size_limit(what=what, size="%lld"), [size])
 
 
 def check_space(context, builder, api: str, v: View, space: str) -> None:
     bad = builder.not_(is_space(builder, v.data, space))
-    trap_if(context, builder, bad, api, f"`{v.name}` is not in {space} memory")
+    trap_if(context, builder, bad, api, _rules.not_in_space(name=v.name, space=space))
 
 
 def check_aligned(context, builder, api: str, name: str, addr, align: int) -> None:
     mis = builder.urem(addr, ir.Constant(addr.type, align))
     trap_if(context, builder, builder.icmp_unsigned("!=", mis, ir.Constant(addr.type, 0)), api,
-            f"`{name}` is not {align}-byte aligned (address %p)", [builder.zext(addr, I64) if addr.type != I64 else addr])
+            _rules.not_aligned(name=name, align=align, addr="%p"),
+            [builder.zext(addr, I64) if addr.type != I64 else addr])
 
 
 def check_whole_views(context, builder, api: str, lead: View, other: View | None) -> None:
@@ -164,19 +164,20 @@ def check_whole_views(context, builder, api: str, lead: View, other: View | None
     if other is not None:
         osize = total_bytes(builder, other)
         trap_if(context, builder, builder.icmp_unsigned("!=", size, osize), api,
-                f"`{lead.name}` has %lld bytes, `{other.name}` has %lld", [size, osize])
+                _rules.byte_counts_differ(a_name=lead.name, a="%lld", b_name=other.name, b="%lld"),
+                [size, osize])
 
 
 def check_row_views(context, builder, api: str, lead: View, other: View | None) -> None:
     """Checked mode for views copied row by row (16-byte rules per row)."""
     check_chunk_views(context, builder, api, [lead] + ([other] if other is not None else []), BULK_ALIGN)
-    check_size(context, builder, api, lead.row_bytes(builder), f"a row of `{lead.name}`")
+    check_size(context, builder, api, lead.row_bytes(builder), _rules.row_of(name=lead.name))
 
 
 def check_barrier_value(context, builder, api: str, mbar_ty, mbar) -> None:
     ptr = barrier_generic(context, builder, mbar_ty, mbar)
     trap_if(context, builder, builder.not_(is_space(builder, ptr, "shared")), api,
-            "`mbar` is not in shared memory")
+            _rules.not_in_space(name="mbar", space="shared"))
     check_aligned(context, builder, api, "mbar", generic_addr64(builder, ptr), 8)
 
 
@@ -203,7 +204,7 @@ def mask_value(context, builder, ty, val, api: str, checked: bool):
 def bool_constant(ty, api: str, name: str) -> bool:
     val = literal_value(ty, api, name, kind=bool)
     if not isinstance(val, bool):
-        raise TypingError(f"{api}: `{name}` must be a bool constant, got {val!r}")
+        raise TypingError(f"{api}: {_rules.bool_constant(name=name, value=repr(val))}")
     return val
 
 
@@ -620,7 +621,7 @@ def bulk_wait_group(typingctx, n, read=False):
     f = form("cp.async.bulk.wait_group")
     count = literal_value(n, api, "n")
     if not 0 <= count < 1 << 31:
-        raise TypingError(f"{api}: `n` must be >= 0, got {count}")
+        raise TypingError(f"{api}: {_rules.wait_count_negative(count=count)}")
     rd = bool_constant(read, api, "read")
     text = f"{f.opcode.format(read='.read' if rd else '')} {count};"
 

@@ -17,6 +17,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.cuda import cgutils
 
+from . import _rules
 from . import checked as _checked
 from ._compat import TypingError, intrinsic
 from ._forms import form, select
@@ -312,7 +313,7 @@ def validate_dsmem(api: str, view, rank, index, value=None, atomic=False) -> Dsm
     select({"dsmem_load": "ld.shared::cluster", "dsmem_store": "st.shared::cluster",
           "dsmem_atomic_add": "atom.shared::cluster.add"}[api])
     if not isinstance(view, types.Array):
-        raise TypingError(f"{api}: `view` must be a local shared-memory array view, got {view}")
+        raise TypingError(f"{api}: {_rules.local_shared_view(name='view', got=view)}")
     if view.dtype not in _DSMEM_TYPES:
         raise TypingError(
             f"{api}: dtype {view.dtype} of `view` is not supported; supported: "
@@ -497,7 +498,7 @@ def map_shared_rank(typingctx, view, rank):
     api = "map_shared_rank"
     select("mapa.generic")
     if not isinstance(view, types.Array):
-        raise TypingError(f"{api}: `view` must be a local shared-memory array view, got {view}")
+        raise TypingError(f"{api}: {_rules.local_shared_view(name='view', got=view)}")
     check_runtime_scalar(rank, api, "rank")
     opcode = form("mapa.generic").opcode
 
@@ -535,7 +536,7 @@ def check_barrier_runtime(context, builder, api, name, ptr):
     addr = generic_addr64(builder, ptr)
     mis = builder.urem(addr, ir.Constant(I64, 8))
     trap_if(context, builder, builder.icmp_unsigned("!=", mis, ir.Constant(I64, 0)), api,
-            f"`{name}` is not 8-byte aligned (address %p)", [addr])
+            _rules.not_aligned(name=name, align=8, addr="%p"), [addr])
 
 
 def ptx_mbarrier_arrive_remote(count: bool) -> str:
@@ -563,8 +564,9 @@ def mbarrier_arrive_remote(typingctx, bar, cta_rank, count=1):
     check_barrier(api, "bar", bar)
     check_runtime_scalar(cta_rank, api, "cta_rank")
     check_runtime_scalar(count, api, "count")
-    if isinstance(count, types.IntegerLiteral) and not 1 <= count.literal_value < 2**20:
-        raise TypingError(f"{api}: `count`={count.literal_value} is outside 1..2**20-1")
+    if isinstance(count, types.IntegerLiteral) and not 1 <= count.literal_value <= _rules.MAX_COUNT:
+        raise TypingError(f"{api}: " + _rules.outside_range(
+            name="count", value=count.literal_value, lo=1, hi="2**20-1"))
     has_count = not (isinstance(count, types.Omitted) or
                      (isinstance(count, types.IntegerLiteral) and count.literal_value == 1))
     text = ptx_mbarrier_arrive_remote(has_count)
@@ -586,9 +588,10 @@ def _tx_remote(api: str, key: str, bar, cta_rank, nbytes):
     check_barrier(api, "bar", bar)
     check_runtime_scalar(cta_rank, api, "cta_rank")
     check_runtime_scalar(nbytes, api, "nbytes")
-    if isinstance(nbytes, types.IntegerLiteral) and not 0 <= nbytes.literal_value < 2**20:
-        raise TypingError(f"{api}: `nbytes`={nbytes.literal_value} is outside 0..2**20-1 "
-                          "(the transaction-count range)")
+    if isinstance(nbytes, types.IntegerLiteral) and not 0 <= nbytes.literal_value <= _rules.MAX_TX:
+        raise TypingError(f"{api}: " + _rules.outside_range(
+            name="nbytes", value=nbytes.literal_value, lo=0, hi="2**20-1")
+            + " (the transaction-count range)")
     opcode = form(key).opcode
     text = f"{opcode} _, [$0], $1;" if "arrive" in key else f"{opcode} [$0], $1;"
 

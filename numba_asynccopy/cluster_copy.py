@@ -25,11 +25,8 @@ from ._regions import (
     literal_value,
     thread_chunks,
 )
+from ._rules import BULK_ALIGN, MAX_TX  # re-exported: bulk granule, transaction range
 from .cluster import check_barrier_runtime, check_rank, check_shared, mapa32
-
-BULK_ALIGN = 16
-#: A barrier's transaction count holds at most 2**20 - 1 bytes.
-MAX_TX = 2**20 - 1
 
 
 @dataclass(frozen=True)

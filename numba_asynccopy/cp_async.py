@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from llvmlite import ir
 from numba.core import types
 
+from . import _rules
 from . import checked as _checked
 from ._compat import TypingError, intrinsic
 from ._forms import form, select
@@ -91,7 +92,7 @@ def validate_cp_async(dst, src, chunk_bytes, cache, prefetch, src_size, ignore_s
         check_runtime_scalar(src_size, api, "src_size")
         if isinstance(src_size, types.IntegerLiteral) and not 0 <= src_size.literal_value <= chunk:
             raise TypingError(
-                f"{api}: src_size={src_size.literal_value} is outside 0..chunk_bytes ({chunk})"
+                f"{api}: {_rules.src_size_outside(size=src_size.literal_value, chunk=chunk)}"
             )
     ign = _bool_literal(ignore_src)
     has_ignore = ign is not False
@@ -174,14 +175,14 @@ def _lower_cp_async(context, builder, sig, args, o: CpAsyncOptions):
         extra.append(as_i64(context, builder, args[8], sig.args[8]))
     if _checked._note_compiled():
         not_shared = builder.not_(is_space(builder, d.data, "shared"))
-        trap_if(context, builder, not_shared, api, "`dst` is not in shared memory")
+        trap_if(context, builder, not_shared, api, _rules.not_in_space(name="dst", space="shared"))
         not_global = builder.not_(is_space(builder, s.data, "global"))
-        trap_if(context, builder, not_global, api, "`src` is not in global memory")
+        trap_if(context, builder, not_global, api, _rules.not_in_space(name="src", space="global"))
         check_chunk_views(context, builder, api, [d, s], o.chunk_bytes)
         if o.src_size:
             big = builder.icmp_unsigned(">", extra[0], ir.Constant(I32, o.chunk_bytes))
             trap_if(context, builder, big, api,
-                    f"src_size=%u is outside 0..chunk_bytes ({o.chunk_bytes})", [extra[0]])
+                    _rules.src_size_outside(size="%u", chunk=o.chunk_bytes), [extra[0]])
     text, constraints = ptx_cp_async(o)
 
     def issue(outer, c):
@@ -281,7 +282,7 @@ def wait_group(typingctx, n):
     f = form("cp.async.wait_group")
     count = literal_value(n, "wait_group", "n")
     if count < 0:
-        raise TypingError(f"wait_group: `n` must be >= 0, got {count}")
+        raise TypingError(f"wait_group: {_rules.wait_count_negative(count=count)}")
 
     return types.void(n), statement(f"{f.opcode} {count};")
 
@@ -335,7 +336,7 @@ def createpolicy_fractional(typingctx, primary="evict_last", secondary=None, fra
             bad = builder.not_(builder.and_(
                 builder.fcmp_ordered(">", frac, ir.Constant(frac.type, 0.0)),
                 builder.fcmp_ordered("<=", frac, ir.Constant(frac.type, 1.0))))
-            trap_if(context, builder, bad, api, "`fraction`=%f must be in (0, 1]",
+            trap_if(context, builder, bad, api, _rules.fraction_range(fraction="%f"),
                     [builder.fpext(frac, ir.DoubleType())])
         return asm(builder, f"{opcode} $0, $1;", "=l,f", [frac], ret=I64,
                    clobber_memory=False)

@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from llvmlite import ir
 from numba.core import types
 
+from . import _rules
 from . import checked as _checked
 from ._compat import TypingError, compile_cc, intrinsic
 from ._forms import form
 from ._lowering import I32, I64, as_i32, as_i64, asm, predicate, trap_if
 from ._regions import barrier_addr32, check_barrier, check_runtime_scalar, is_absent, literal_value
+from ._rules import MAX_COUNT, MAX_TX  # re-exported: expected arrivals, transaction bytes
 
-MAX_COUNT = (1 << 20) - 1  # expected arrivals 1..2^20-1
-MAX_TX = (1 << 20) - 1  # transaction bytes per operation
 ARRIVE_SEMS = ("release", "relaxed")
 WAIT_SEMS = ("acquire", "relaxed")
 SCOPES = ("cta", "cluster")
@@ -57,7 +57,7 @@ def validate_count(api: str, name: str, ty, lo: int, hi: int):
     if isinstance(ty, types.IntegerLiteral):
         v = ty.literal_value
         if not lo <= v <= hi:
-            raise TypingError(f"{api}: `{name}`={v} is outside {lo}..{hi}")
+            raise TypingError(f"{api}: {_rules.outside_range(name=name, value=v, lo=lo, hi=hi)}")
         return v
     if isinstance(ty, types.Omitted):
         return ty.value
@@ -68,7 +68,8 @@ def _check_range(context, builder, api, name, value, lo, hi):
     """Checked-mode trap for a run-time count outside lo..hi."""
     bad = builder.or_(builder.icmp_unsigned("<", value, ir.Constant(I32, lo)),
                       builder.icmp_unsigned(">", value, ir.Constant(I32, hi)))
-    trap_if(context, builder, bad, api, f"`{name}`=%u is outside {lo}..{hi}", [value])
+    trap_if(context, builder, bad, api, _rules.outside_range(name=name, value="%u", lo=lo, hi=hi),
+            [value])
 
 
 # checked mode's blocking-wait watchdog: the clock, and the barrier word it reports
@@ -588,7 +589,7 @@ def cp_async_mbarrier_arrive(typingctx, bar, noinc=False):
     check_barrier(api, "bar", bar)
     flag = literal_value(noinc, api, "noinc", kind=bool) if not isinstance(noinc, types.Omitted) else noinc.value
     if not isinstance(flag, bool):
-        raise TypingError(f"{api}: `noinc` must be a bool constant, got {flag!r}")
+        raise TypingError(f"{api}: {_rules.bool_constant(name='noinc', value=repr(flag))}")
     opcode = f.opcode.format(noinc=".noinc" if flag else "")
 
     def codegen(context, builder, sig, args):

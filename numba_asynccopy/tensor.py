@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from llvmlite import ir
 from numba.core import types
 
+from . import _rules
 from . import checked as _checked
 from ._compat import TypingError, intrinsic
 from ._forms import form, select
@@ -191,8 +192,8 @@ def check_c_contiguous(context, builder, api: str, v: View) -> None:
         bad = builder.and_(builder.icmp_unsigned("!=", v.strides[axis], expect),
                            builder.icmp_unsigned(">", v.shape[axis], one))
         trap_if(context, builder, bad, api,
-                f"`{v.name}` is not C-contiguous: axis {axis} has stride %lld bytes, "
-                "expected %lld (a TMA tile is one dense box)", [v.strides[axis], expect])
+                _rules.tensor_not_dense(name=v.name, axis=axis, stride="%lld", expect="%lld"),
+                [v.strides[axis], expect])
         expect = builder.mul(expect, v.shape[axis])
 
 
@@ -204,40 +205,36 @@ def check_map_and_tile(context, builder, api: str, m: View, rank: int, tile: Vie
     c = m.const
     short = builder.icmp_signed("<", m.shape[0], c(BUFFER_WORDS))
     trap_if(context, builder, short, api,
-            f"`tensor_map` has %lld words, not the {BUFFER_WORDS} of an ac.TensorMap buffer",
-            [m.shape[0]])
+            _rules.tensor_map_words(words="%lld", need=BUFFER_WORDS), [m.shape[0]])
 
     def word(i):
         return builder.load(builder.gep(m.data, [ir.Constant(I64, i)]))
 
     magic = word(W_MAGIC)
     trap_if(context, builder, builder.icmp_unsigned("!=", magic, ir.Constant(I64, MAGIC)), api,
-            "`tensor_map` is not an ac.TensorMap buffer (bad magic word)")
+            _rules.tensor_map_magic())
     r = word(W_RANK)
     trap_if(context, builder, builder.icmp_unsigned("!=", r, ir.Constant(I64, rank)), api,
-            f"`coords` has {rank} entries but the tensor map has rank %lld", [r])
+            _rules.tensor_rank(rank=rank, map_rank="%lld"), [r])
     if tile is None:
         return
     isz = word(W_ITEMSIZE)
     trap_if(context, builder, builder.icmp_unsigned("!=", isz, ir.Constant(I64, tile.itemsize)), api,
-            f"`{tile.name}` has {tile.itemsize}-byte elements but the tensor map's are %lld bytes",
+            _rules.tensor_itemsize(name=tile.name, itemsize=tile.itemsize, map_itemsize="%lld"),
             [isz])
     box = word(W_BOX_BYTES)
     nbytes = builder.zext(total_bytes(builder, tile), I64) if tile.intp != I64 else total_bytes(builder, tile)
     trap_if(context, builder, builder.icmp_unsigned("!=", box, nbytes), api,
-            f"`{tile.name}` has %lld bytes but one box of the tensor map has %lld", [nbytes, box])
+            _rules.tensor_box_bytes(name=tile.name, nbytes="%lld", box="%lld"), [nbytes, box])
     align = word(W_SMEM_ALIGN)
     addr = builder.zext(shared_addr32(builder, tile.data), I64)
     mis = builder.urem(addr, align)
     trap_if(context, builder, builder.icmp_unsigned("!=", mis, ir.Constant(I64, 0)), api,
-            f"`{tile.name}` (shared address 0x%llx) is not %lld-byte aligned as this tensor map "
-            "needs (128, or 8 x the swizzle span); use cuda.shared.array(..., alignment=...)",
-            [addr, align])
+            _rules.tensor_smem_align(name=tile.name, addr="0x%llx", align="%lld"), [addr, align])
     if dtype_code is not None:
         code = word(W_DTYPE)
         trap_if(context, builder, builder.icmp_unsigned("!=", code, ir.Constant(I64, dtype_code)), api,
-                f"the reduction reads `{tile.name}` as CUtensorMapDataType {dtype_code} but the "
-                "tensor map holds type %lld", [code])
+                _rules.tensor_dtype(name=tile.name, code=dtype_code, map_code="%lld"), [code])
     check_c_contiguous(context, builder, api, tile)
 
 
@@ -252,8 +249,7 @@ def check_inner_coord(context, builder, api: str, m: View, inner) -> None:
     off = builder.mul(builder.sext(inner, I64), isz)
     mis = builder.and_(off, ir.Constant(I64, 15))
     trap_if(context, builder, builder.icmp_unsigned("!=", mis, ir.Constant(I64, 0)), api,
-            "the innermost coordinate %d x %lld-byte elements is not a multiple of 16 bytes "
-            "(the copy engine needs 16-byte aligned box starts)", [inner, isz])
+            _rules.tensor_inner_coord(coord="%d", itemsize="%lld"), [inner, isz])
 
 
 def _map_addr(context, builder, ty, val):
@@ -350,8 +346,7 @@ def _lower_store(context, builder, sig, args, o: TensorOptions, api: str, policy
         # fails the launch with an illegal instruction (loads zero-fill).
         for axis, c in enumerate(reversed(cs)):
             trap_if(context, builder, builder.icmp_signed("<", c, ir.Constant(c.type, 0)), api,
-                    f"`coords`[{axis}]=%d is negative; tensor stores and reductions need "
-                    "coordinates >= 0 (boxes may still run past the far edges)", [c])
+                    _rules.tensor_negative_coord(axis=axis, coord="%d"), [c])
     asm(builder, text, constraints, [maddr] + cs + [shared_addr32(builder, s.data)] + extra)
     return context.get_dummy_value()
 

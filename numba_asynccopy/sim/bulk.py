@@ -34,7 +34,9 @@ from typing import Callable
 
 import numpy as np
 
+from .. import _rules
 from . import _runtime as rt
+from ._mirror import mirrors
 from .cp_async import _bytes
 from .cp_async import _check_views as _check_chunk_views
 
@@ -46,25 +48,25 @@ ALIGN = _dev.BULK_ALIGN
 
 def _check_space(api: str, name: str, v: np.ndarray, space: str) -> None:
     if rt.space_of(v) != space:
-        raise rt.violation(api, f"`{name}` is not in {space} memory")
+        raise rt.violation(api, _rules.not_in_space(name=name, space=space))
 
 
 def _check_size(api: str, size: int, what: str) -> None:
     if size == 0 or size % ALIGN:
-        raise rt.violation(api, f"{what} is {size} bytes; a bulk copy moves a positive multiple of 16 bytes")
+        raise rt.violation(api, _rules.bulk_size_multiple(what=what, size=size))
     if size >= 1 << 32:
-        raise rt.violation(api, f"{what} is {size} bytes; a bulk copy moves less than 2**32")
+        raise rt.violation(api, _rules.bulk_size_limit(what=what, size=size))
 
 
 def _check_aligned(api: str, name: str, addr: int, align: int) -> None:
     if addr % align:
-        raise rt.violation(api, f"`{name}` is not {align}-byte aligned (address 0x{addr:x})")
+        raise rt.violation(api, _rules.not_aligned(name=name, align=align, addr=f"0x{addr:x}"))
 
 
 def _check_mbar(api: str, blk: rt.BlockState, mbar: np.ndarray) -> rt.Barrier:
     """``check_barrier_value`` (names `mbar`), then the initialised barrier."""
     if mbar.size and rt.space_of(mbar) != "shared":
-        raise rt.violation(api, "`mbar` is not in shared memory")
+        raise rt.violation(api, _rules.not_in_space(name="mbar", space="shared"))
     if mbar.size:
         _check_aligned(api, "mbar", rt.address(mbar), 8)
     return rt.barrier_of(api, blk, mbar)
@@ -79,10 +81,11 @@ def _check_views(api: str, lead: tuple, other: tuple | None, whole: bool) -> Non
         for name, v, _ in (lead, other) if other is not None else (lead,):
             _check_aligned(api, name, rt.address(v), ALIGN)
         if other is not None and other[1].nbytes != size:
-            raise rt.violation(api, f"`{lname}` has {size} bytes, `{other[0]}` has {other[1].nbytes}")
+            raise rt.violation(api, _rules.byte_counts_differ(
+                a_name=lname, a=size, b_name=other[0], b=other[1].nbytes))
     else:
         _check_chunk_views(api, [lead] + ([other] if other is not None else []), ALIGN)
-        _check_size(api, lv.shape[-1] * lv.itemsize, f"a row of `{lname}`")
+        _check_size(api, lv.shape[-1] * lv.itemsize, _rules.row_of(name=lname))
 
 
 def _flat_bytes(v: np.ndarray, whole: bool) -> np.ndarray:
@@ -206,18 +209,12 @@ def _combine(op: str, ptx_type: str, old: np.ndarray, new: np.ndarray) -> np.nda
 # --- intrinsics -------------------------------------------------------------------
 
 
+@mirrors(
+    _dev.cp_async_bulk_g2s,
+    "lands (and completes its bytes on ``mbar``) when a wait sees the phase complete; ``dst`` "
+    "holds poison until then. ``multicast_mask`` raises the cluster "
+    ":class:`~numba_asynccopy.sim.SimulatorError`.")
 def cp_async_bulk_g2s(dst, src, mbar, *, multicast_mask=None, cache_policy=None):
-    """Simulator version of :func:`numba_asynccopy.cp_async_bulk_g2s`: lands
-    (and completes its bytes on ``mbar``) when a wait sees the phase complete;
-    ``dst`` holds poison until then.  ``multicast_mask`` raises the cluster
-    :class:`~numba_asynccopy.sim.SimulatorError`.
-
-    Example::
-
-        ac.mbarrier_arrive_expect_tx(bar, 4096)
-        ac.cp_async_bulk_g2s(sh, A, bar)
-        ac.mbarrier_wait_parity(bar, 0)
-    """
     api = "cp_async_bulk_g2s"
     (d, s, b), kw = rt.validate(_dev.cp_async_bulk_g2s, dst, src, mbar,
                                 multicast_mask=multicast_mask, cache_policy=cache_policy)
@@ -260,34 +257,19 @@ def _s2g(api: str, d, s, o, op: str | None, ptx_type: str | None) -> None:
     _issue(th, blk, BulkOp(api, [sb], write, poison))
 
 
+@mirrors(
+    _dev.cp_async_bulk_s2g,
+    "reads ``src`` at ``bulk_wait_group(n, read=True)`` (raising if it was overwritten since "
+    "issue), writes ``dst`` at ``bulk_wait_group(n)``; ``dst`` holds poison until then.")
 def cp_async_bulk_s2g(dst, src, *, cache_policy=None):
-    """Simulator version of :func:`numba_asynccopy.cp_async_bulk_s2g`: reads
-    ``src`` at ``bulk_wait_group(n, read=True)`` (raising if it was
-    overwritten since issue), writes ``dst`` at ``bulk_wait_group(n)``;
-    ``dst`` holds poison until then.
-
-    Example::
-
-        ac.cp_async_bulk_s2g(B, sh)
-        ac.bulk_commit_group()
-        ac.bulk_wait_group(0)
-    """
     api = "cp_async_bulk_s2g"
     (d, s), kw = rt.validate(_dev.cp_async_bulk_s2g, dst, src, cache_policy=cache_policy)
     o = _dev.validate_bulk_s2g(api, *_types(d, s, kw["cache_policy"]))
     _s2g(api, d, s, o, None, None)
 
 
+@mirrors(_dev.cp_reduce_async_bulk_s2g, "combines ``src`` into ``dst`` when the group completes.")
 def cp_reduce_async_bulk_s2g(dst, src, op, *, bf16=False, cache_policy=None):
-    """Simulator version of :func:`numba_asynccopy.cp_reduce_async_bulk_s2g`:
-    combines ``src`` into ``dst`` when the group completes.
-
-    Example::
-
-        ac.cp_reduce_async_bulk_s2g(total, partial_sh, "add")
-        ac.bulk_commit_group()
-        ac.bulk_wait_group(0)
-    """
     api = "cp_reduce_async_bulk_s2g"
     (d, s, name), kw = rt.validate(_dev.cp_reduce_async_bulk_s2g, dst, src, op, bf16=bf16,
                                    cache_policy=cache_policy)
@@ -296,14 +278,8 @@ def cp_reduce_async_bulk_s2g(dst, src, op, *, bf16=False, cache_policy=None):
     _s2g(api, d, s, o, name, o.ptx_type)
 
 
+@mirrors(_dev.cp_async_bulk_prefetch_l2, "checks its rules; a hint, so no data moves.")
 def cp_async_bulk_prefetch_l2(src, *, cache_policy=None):
-    """Simulator version of :func:`numba_asynccopy.cp_async_bulk_prefetch_l2`
-    (checks its rules; a hint, so no data moves).
-
-    Example::
-
-        ac.cp_async_bulk_prefetch_l2(A[next_block])
-    """
     api = "cp_async_bulk_prefetch_l2"
     (s,), _ = rt.validate(_dev.cp_async_bulk_prefetch_l2, src, cache_policy=cache_policy)
     ts = rt.numba_type(s)
@@ -312,13 +288,8 @@ def cp_async_bulk_prefetch_l2(src, *, cache_policy=None):
     _check_views(api, ("src", s, ts), None, ts.layout == "C")
 
 
+@mirrors(_dev.bulk_commit_group)
 def bulk_commit_group():
-    """Simulator version of :func:`numba_asynccopy.bulk_commit_group`.
-
-    Example::
-
-        ac.bulk_commit_group()
-    """
     rt.validate(_dev.bulk_commit_group)
     th, blk = rt.current("bulk_commit_group")
     with blk.cond:
@@ -326,16 +297,11 @@ def bulk_commit_group():
         th.bulk_uncommitted = []
 
 
+@mirrors(
+    _dev.bulk_wait_group,
+    "every committed group but the newest ``n`` reads its sources (``read=True``: the shared "
+    "memory may be reused, global writes still pending) or completes (writes land).")
 def bulk_wait_group(n, read=False):
-    """Simulator version of :func:`numba_asynccopy.bulk_wait_group`: every
-    committed group but the newest ``n`` reads its sources (``read=True``:
-    the shared memory may be reused, global writes still pending) or
-    completes (writes land).
-
-    Example::
-
-        ac.bulk_wait_group(0, read=True)
-    """
     rt.validate(_dev.bulk_wait_group, n, read)
     th, blk = rt.current("bulk_wait_group")
     keep = int(n)

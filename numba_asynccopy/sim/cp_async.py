@@ -14,7 +14,9 @@ import sys
 
 import numpy as np
 
+from .. import _rules
 from . import _runtime as rt
+from ._mirror import mirrors
 
 _dev = sys.modules["numba_asynccopy.cp_async"]
 
@@ -24,28 +26,25 @@ def _check_views(api: str, views, chunk: int) -> None:
     for name, v, ty in views:
         isz = v.itemsize
         if ty.layout != "C" and v.strides[-1] != isz and v.shape[-1] > 1:
-            raise rt.violation(
-                api, f"the last axis of `{name}` is not contiguous (stride {v.strides[-1]} bytes)")
+            raise rt.violation(api, _rules.last_axis_strided(name=name, stride=v.strides[-1]))
         row = v.shape[-1] * isz
         if row % chunk:
-            raise rt.violation(
-                api, f"the last axis of `{name}` ({row} bytes) is not a whole number of "
-                f"{chunk}-byte chunks")
+            raise rt.violation(api, _rules.row_not_whole_chunks(name=name, row=row, chunk=chunk))
         addr = rt.address(v)
         if addr % chunk or any(s % chunk for s in v.strides[:-1]):
-            raise rt.violation(api, f"a chunk of `{name}` is not {chunk}-byte aligned (base 0x{addr:x})")
+            raise rt.violation(
+                api, _rules.chunk_misaligned(name=name, align=chunk, base=f"0x{addr:x}"))
     (fname, first, _), rest = views[0], views[1:]
     for oname, other, _ in rest:
         for axis, (a, b) in enumerate(zip(first.shape[:-1], other.shape[:-1])):
             if a != b:
-                raise rt.violation(
-                    api, f"repeat axis {axis} differs: `{fname}` has {a}, `{oname}` has {b}")
+                raise rt.violation(api, _rules.repeat_axis_differs(
+                    axis=axis, a_name=fname, a=a, b_name=oname, b=b))
         na = first.shape[-1] * first.itemsize // chunk
         nb = other.shape[-1] * other.itemsize // chunk
         if na != nb:
             raise rt.violation(
-                api, f"chunk counts differ: `{fname}` has {na} chunks per row, "
-                f"`{oname}` has {nb}")
+                api, _rules.chunk_counts_differ(a_name=fname, a=na, b_name=oname, b=nb))
 
 
 def _bytes(v: np.ndarray) -> np.ndarray:
@@ -55,14 +54,9 @@ def _bytes(v: np.ndarray) -> np.ndarray:
     return v.view(np.uint8)
 
 
+@mirrors(_dev.cp_async)
 def cp_async(dst, src, chunk_bytes, *, cache=None, prefetch=None, src_size=None,
              ignore_src=False, pred=True, cache_policy=None, scope="thread"):
-    """Simulator version of :func:`numba_asynccopy.cp_async` (same contract).
-
-    Example::
-
-        ac.cp_async(sh[tid, :], A[tid, :], 16)   # lands at wait_group(0)
-    """
     api = "cp_async"
     (d, s, chunk), kw = rt.validate(
         _dev.cp_async, dst, src, chunk_bytes, cache=cache, prefetch=prefetch,
@@ -76,16 +70,16 @@ def cp_async(dst, src, chunk_bytes, *, cache=None, prefetch=None, src_size=None,
         return
     th, blk = rt.current(api)
     if rt.space_of(d) != "shared":
-        raise rt.violation(api, "`dst` is not in shared memory")
+        raise rt.violation(api, _rules.not_in_space(name="dst", space="shared"))
     if rt.space_of(s) != "global":
-        raise rt.violation(api, "`src` is not in global memory")
+        raise rt.violation(api, _rules.not_in_space(name="src", space="global"))
     _check_views(api, [("dst", d, tys[0]), ("src", s, tys[1])], o.chunk_bytes)
     size = o.chunk_bytes
     if o.src_size:
         size = int(src_size)
         if not 0 <= size <= o.chunk_bytes:
-            raise rt.violation(
-                api, f"src_size={size % 2**32} is outside 0..chunk_bytes ({o.chunk_bytes})")
+            # the trap prints the operand as %u: a negative size shows as its u32
+            raise rt.violation(api, _rules.src_size_outside(size=size % 2**32, chunk=o.chunk_bytes))
     if o.pred == "runtime" and not pred:
         return
     if o.ignore_src and ignore_src:
@@ -123,13 +117,8 @@ def cp_async(dst, src, chunk_bytes, *, cache=None, prefetch=None, src_size=None,
         blk.changed()
 
 
+@mirrors(_dev.commit_group)
 def commit_group():
-    """Simulator version of :func:`numba_asynccopy.commit_group`.
-
-    Example::
-
-        ac.commit_group()
-    """
     rt.validate(_dev.commit_group)
     th, blk = rt.current("commit_group")
     with blk.cond:
@@ -149,26 +138,15 @@ def _retire(th, blk, keep: int) -> None:
         blk.changed()
 
 
+@mirrors(_dev.wait_group, "lands every committed group but the newest ``n``.")
 def wait_group(n):
-    """Simulator version of :func:`numba_asynccopy.wait_group`: lands every
-    committed group but the newest ``n``.
-
-    Example::
-
-        ac.wait_group(1)
-    """
     rt.validate(_dev.wait_group, n)
     th, blk = rt.current("wait_group")
     _retire(th, blk, int(n))
 
 
+@mirrors(_dev.wait_all)
 def wait_all():
-    """Simulator version of :func:`numba_asynccopy.wait_all`.
-
-    Example::
-
-        ac.wait_all()
-    """
     rt.validate(_dev.wait_all)
     th, blk = rt.current("wait_all")
     with blk.cond:
@@ -176,19 +154,15 @@ def wait_all():
         _retire(th, blk, 0)
 
 
+@mirrors(
+    _dev.createpolicy_fractional,
+    "the policy is an opaque uint64 (a hint: copies are unaffected).")
 def createpolicy_fractional(primary="evict_last", secondary=None, fraction=1.0):
-    """Simulator version of :func:`numba_asynccopy.createpolicy_fractional`;
-    the policy is an opaque uint64 (a hint: copies are unaffected).
-
-    Example::
-
-        pol = ac.createpolicy_fractional("evict_first")
-    """
     api = "createpolicy_fractional"
     rt.validate(_dev.createpolicy_fractional, primary, secondary, fraction)
     frac = float(np.float32(fraction))
     if not 0.0 < frac <= 1.0:
-        raise rt.violation(api, f"`fraction`={frac:f} must be in (0, 1]")
+        raise rt.violation(api, _rules.fraction_range(fraction=f"{frac:f}"))
     prim = _dev.POLICY_PRIMARY.index(primary)
     sec = 0 if secondary is None else 1 + _dev.POLICY_SECONDARY.index(secondary)
     return np.uint64((prim << 40) | (sec << 36) | int(frac * 0xFFFF))

@@ -12,48 +12,28 @@ from __future__ import annotations
 import sys
 
 from . import _runtime as rt
+from ._mirror import mirrors
 
 _dev = sys.modules["numba_asynccopy.fence"]
 
 
+@mirrors(_dev.fence_proxy_async, "no-op.")
 def fence_proxy_async(space=None):
-    """Simulator version of :func:`numba_asynccopy.fence_proxy_async` (no-op).
-
-    Example::
-
-        ac.fence_proxy_async("shared::cta")
-    """
     rt.validate(_dev.fence_proxy_async, space)
 
 
+@mirrors(_dev.fence_mbarrier_init, "no-op.")
 def fence_mbarrier_init():
-    """Simulator version of :func:`numba_asynccopy.fence_mbarrier_init` (no-op).
-
-    Example::
-
-        ac.fence_mbarrier_init()
-    """
     rt.validate(_dev.fence_mbarrier_init)
 
 
+@mirrors(_dev.fence_acq_rel_cluster, "no-op.")
 def fence_acq_rel_cluster():
-    """Simulator version of :func:`numba_asynccopy.fence_acq_rel_cluster` (no-op).
-
-    Example::
-
-        ac.fence_acq_rel_cluster()
-    """
     rt.validate(_dev.fence_acq_rel_cluster)
 
 
+@mirrors(_dev.elect_sync, "elects the lowest lane of ``mask`` that exists in the warp.")
 def elect_sync(mask=0xFFFFFFFF):
-    """Simulator version of :func:`numba_asynccopy.elect_sync`.
-
-    Example::
-
-        if ac.elect_sync():
-            ac.mbarrier_arrive_expect_tx(bars[0:], 256)
-    """
     api = "elect_sync"
     rt.validate(_dev.elect_sync, mask)
     th, blk = rt.current(api)

@@ -19,6 +19,7 @@ import sys
 import numpy as np
 
 from . import _runtime as rt
+from ._mirror import mirrors
 
 _dev = sys.modules["numba_asynccopy.mbarrier"]
 
@@ -31,13 +32,8 @@ def _state_phase(state) -> int:
     return int(state) >> 32
 
 
+@mirrors(_dev.mbarrier_init)
 def mbarrier_init(bar, count):
-    """Simulator version of :func:`numba_asynccopy.mbarrier_init`.
-
-    Example::
-
-        ac.mbarrier_init(bars[0:], cuda.blockDim.x)
-    """
     (b, n), _ = rt.validate(_dev.mbarrier_init, bar, count)
     th, blk = rt.current("mbarrier_init")
     with blk.cond:
@@ -46,13 +42,8 @@ def mbarrier_init(bar, count):
         blk.changed()
 
 
+@mirrors(_dev.mbarrier_inval)
 def mbarrier_inval(bar):
-    """Simulator version of :func:`numba_asynccopy.mbarrier_inval`.
-
-    Example::
-
-        ac.mbarrier_inval(bars[0:])
-    """
     (b,), _ = rt.validate(_dev.mbarrier_inval, bar)
     th, blk = rt.current("mbarrier_inval")
     with blk.cond:
@@ -80,57 +71,32 @@ def _arrive(api, bar, count, *, drop=False, no_complete=False, expect=None):
         return state
 
 
+@mirrors(_dev.mbarrier_arrive)
 def mbarrier_arrive(bar, count=1, *, sem=None, scope=None):
-    """Simulator version of :func:`numba_asynccopy.mbarrier_arrive`.
-
-    Example::
-
-        st = ac.mbarrier_arrive(bars[0:])
-    """
     (b, n), _ = rt.validate(_dev.mbarrier_arrive, bar, count, sem=sem, scope=scope)
     return _arrive("mbarrier_arrive", b, n)
 
 
+@mirrors(_dev.mbarrier_arrive_drop)
 def mbarrier_arrive_drop(bar, count=1, *, sem=None, scope=None):
-    """Simulator version of :func:`numba_asynccopy.mbarrier_arrive_drop`.
-
-    Example::
-
-        ac.mbarrier_arrive_drop(bars[0:])
-    """
     (b, n), _ = rt.validate(_dev.mbarrier_arrive_drop, bar, count, sem=sem, scope=scope)
     return _arrive("mbarrier_arrive_drop", b, n, drop=True)
 
 
+@mirrors(_dev.mbarrier_arrive_no_complete)
 def mbarrier_arrive_no_complete(bar, count):
-    """Simulator version of :func:`numba_asynccopy.mbarrier_arrive_no_complete`.
-
-    Example::
-
-        st = ac.mbarrier_arrive_no_complete(bars[0:], 2)
-    """
     (b, n), _ = rt.validate(_dev.mbarrier_arrive_no_complete, bar, count)
     return _arrive("mbarrier_arrive_no_complete", b, n, no_complete=True)
 
 
+@mirrors(_dev.mbarrier_arrive_drop_no_complete)
 def mbarrier_arrive_drop_no_complete(bar, count):
-    """Simulator version of :func:`numba_asynccopy.mbarrier_arrive_drop_no_complete`.
-
-    Example::
-
-        st = ac.mbarrier_arrive_drop_no_complete(bars[0:], 2)
-    """
     (b, n), _ = rt.validate(_dev.mbarrier_arrive_drop_no_complete, bar, count)
     return _arrive("mbarrier_arrive_drop_no_complete", b, n, drop=True, no_complete=True)
 
 
+@mirrors(_dev.mbarrier_expect_tx)
 def mbarrier_expect_tx(bar, nbytes, *, scope=None):
-    """Simulator version of :func:`numba_asynccopy.mbarrier_expect_tx`.
-
-    Example::
-
-        ac.mbarrier_expect_tx(bars[0:], 4096)
-    """
     api = "mbarrier_expect_tx"
     (b, n), _ = rt.validate(_dev.mbarrier_expect_tx, bar, nbytes, scope=scope)
     th, blk = rt.current(api)
@@ -138,13 +104,8 @@ def mbarrier_expect_tx(bar, nbytes, *, scope=None):
         rt.barrier_of(api, blk, b).expect_tx(blk, int(n))
 
 
+@mirrors(_dev.mbarrier_complete_tx)
 def mbarrier_complete_tx(bar, nbytes, *, scope=None):
-    """Simulator version of :func:`numba_asynccopy.mbarrier_complete_tx`.
-
-    Example::
-
-        ac.mbarrier_complete_tx(bars[0:], 256)
-    """
     api = "mbarrier_complete_tx"
     (b, n), _ = rt.validate(_dev.mbarrier_complete_tx, bar, nbytes, scope=scope)
     th, blk = rt.current(api)
@@ -152,13 +113,8 @@ def mbarrier_complete_tx(bar, nbytes, *, scope=None):
         rt.barrier_of(api, blk, b).complete_tx(blk, int(n))
 
 
+@mirrors(_dev.mbarrier_arrive_expect_tx)
 def mbarrier_arrive_expect_tx(bar, nbytes, *, sem=None, scope=None):
-    """Simulator version of :func:`numba_asynccopy.mbarrier_arrive_expect_tx`.
-
-    Example::
-
-        ac.mbarrier_arrive_expect_tx(bars[0:], 256)
-    """
     (b, n), _ = rt.validate(_dev.mbarrier_arrive_expect_tx, bar, nbytes, sem=sem, scope=scope)
     return _arrive("mbarrier_arrive_expect_tx", b, 1, expect=n)
 
@@ -234,100 +190,56 @@ def _poll(api: str, bar, value, parity: bool, blocking: bool) -> bool:
         return False
 
 
+@mirrors(_dev.mbarrier_test_wait)
 def mbarrier_test_wait(bar, state, *, sem=None, scope=None):
-    """Simulator version of :func:`numba_asynccopy.mbarrier_test_wait`.
-
-    Example::
-
-        while not ac.mbarrier_test_wait(bars[0:], st):
-            pass
-    """
     (b, v), _ = rt.validate(_dev.mbarrier_test_wait, bar, state, sem=sem, scope=scope)
     return _poll("mbarrier_test_wait", b, v, False, False)
 
 
+@mirrors(_dev.mbarrier_test_wait_parity)
 def mbarrier_test_wait_parity(bar, parity, *, sem=None, scope=None):
-    """Simulator version of :func:`numba_asynccopy.mbarrier_test_wait_parity`.
-
-    Example::
-
-        ready = ac.mbarrier_test_wait_parity(bars[0:], 0)
-    """
     (b, v), _ = rt.validate(_dev.mbarrier_test_wait_parity, bar, parity, sem=sem, scope=scope)
     return _poll("mbarrier_test_wait_parity", b, v, True, False)
 
 
+@mirrors(_dev.mbarrier_try_wait, "waits until the phase completes or the whole block is blocked.")
 def mbarrier_try_wait(bar, state, suspend_hint_ns=None, *, sem=None, scope=None):
-    """Simulator version of :func:`numba_asynccopy.mbarrier_try_wait`: waits
-    until the phase completes or the whole block is blocked.
-
-    Example::
-
-        while not ac.mbarrier_try_wait(bars[0:], st):
-            pass
-    """
     (b, v, _h), _ = rt.validate(_dev.mbarrier_try_wait, bar, state, suspend_hint_ns,
                                 sem=sem, scope=scope)
     return _poll("mbarrier_try_wait", b, v, False, True)
 
 
+@mirrors(_dev.mbarrier_try_wait_parity)
 def mbarrier_try_wait_parity(bar, parity, suspend_hint_ns=None, *, sem=None, scope=None):
-    """Simulator version of :func:`numba_asynccopy.mbarrier_try_wait_parity`.
-
-    Example::
-
-        while not ac.mbarrier_try_wait_parity(bars[0:], 0):
-            pass
-    """
     (b, v, _h), _ = rt.validate(_dev.mbarrier_try_wait_parity, bar, parity, suspend_hint_ns,
                                 sem=sem, scope=scope)
     return _poll("mbarrier_try_wait_parity", b, v, True, True)
 
 
+@mirrors(_dev.mbarrier_wait, "raises ``DeadlockError`` instead of hanging.")
 def mbarrier_wait(bar, state):
-    """Simulator version of :func:`numba_asynccopy.mbarrier_wait`; raises
-    ``DeadlockError`` instead of hanging.
-
-    Example::
-
-        ac.mbarrier_wait(bars[0:], ac.mbarrier_arrive(bars[0:]))
-    """
     (b, v), _ = rt.validate(_dev.mbarrier_wait, bar, state)
     _blocking("mbarrier_wait", b, v, False)
 
 
+@mirrors(_dev.mbarrier_wait_parity)
 def mbarrier_wait_parity(bar, parity):
-    """Simulator version of :func:`numba_asynccopy.mbarrier_wait_parity`.
-
-    Example::
-
-        ac.mbarrier_wait_parity(bars[0:], 0)
-    """
     (b, v), _ = rt.validate(_dev.mbarrier_wait_parity, bar, parity)
     _blocking("mbarrier_wait_parity", b, v, True)
 
 
+@mirrors(_dev.mbarrier_pending_count)
 def mbarrier_pending_count(state):
-    """Simulator version of :func:`numba_asynccopy.mbarrier_pending_count`.
-
-    Example::
-
-        n = ac.mbarrier_pending_count(ac.mbarrier_arrive_no_complete(bars[0:], 1))
-    """
     rt.validate(_dev.mbarrier_pending_count, state)
     return np.uint32(int(state) & 0xFFFFFFFF)
 
 
+@mirrors(
+    _dev.cp_async_mbarrier_arrive,
+    "the arrival happens when every cp.async copy this thread issued before it has landed "
+    "(worst schedule: when its group is retired, or at the latest when the phase completes, "
+    "which lands them).")
 def cp_async_mbarrier_arrive(bar, noinc=False):
-    """Simulator version of :func:`numba_asynccopy.cp_async_mbarrier_arrive`:
-    the arrival happens when every cp.async copy this thread issued before it
-    has landed (worst schedule: when its group is retired, or at the latest
-    when the phase completes, which lands them).
-
-    Example::
-
-        ac.cp_async_mbarrier_arrive(bars[0:], noinc=True)
-    """
     api = "cp_async_mbarrier_arrive"
     (b, flag), _ = rt.validate(_dev.cp_async_mbarrier_arrive, bar, noinc)
     th, blk = rt.current(api)

@@ -27,8 +27,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .. import _rules
 from ..host import tensor_map as _tm
 from . import _runtime as rt
+from ._mirror import mirrors
 from .bulk import BulkOp, _check_mbar, _check_space, _cluster_error, _combine, _issue
 
 _dev = sys.modules["numba_asynccopy.tensor"]
@@ -86,38 +88,31 @@ def _check_map(api: str, m: np.ndarray, rank: int, tile: np.ndarray | None, name
                dtype_code: int | None = None) -> TensorMap:
     """``check_map_and_tile``, then the map behind the buffer (no tile: a prefetch)."""
     if m.shape[0] < _tm.BUFFER_WORDS:
-        raise rt.violation(api, f"`tensor_map` has {m.shape[0]} words, not the "
-                           f"{_tm.BUFFER_WORDS} of an ac.TensorMap buffer")
+        raise rt.violation(api, _rules.tensor_map_words(words=m.shape[0], need=_tm.BUFFER_WORDS))
     w = [int(x) for x in m[:_tm.BUFFER_WORDS]]
     if w[_tm.W_MAGIC] != _tm.MAGIC:
-        raise rt.violation(api, "`tensor_map` is not an ac.TensorMap buffer (bad magic word)")
+        raise rt.violation(api, _rules.tensor_map_magic())
     if w[_tm.W_RANK] != rank:
-        raise rt.violation(api, f"`coords` has {rank} entries but the tensor map has rank "
-                           f"{w[_tm.W_RANK]}")
+        raise rt.violation(api, _rules.tensor_rank(rank=rank, map_rank=w[_tm.W_RANK]))
     if tile is None:
         return _map_behind(api, m, w)
     if w[_tm.W_ITEMSIZE] != tile.itemsize:
-        raise rt.violation(api, f"`{name}` has {tile.itemsize}-byte elements but the tensor "
-                           f"map's are {w[_tm.W_ITEMSIZE]} bytes")
+        raise rt.violation(api, _rules.tensor_itemsize(
+            name=name, itemsize=tile.itemsize, map_itemsize=w[_tm.W_ITEMSIZE]))
     if w[_tm.W_BOX_BYTES] != tile.nbytes:
-        raise rt.violation(api, f"`{name}` has {tile.nbytes} bytes but one box of the tensor "
-                           f"map has {w[_tm.W_BOX_BYTES]}")
+        raise rt.violation(api, _rules.tensor_box_bytes(
+            name=name, nbytes=tile.nbytes, box=w[_tm.W_BOX_BYTES]))
     addr, align = rt.address(tile), w[_tm.W_SMEM_ALIGN]
     if align == 0 or addr % align:
-        raise rt.violation(
-            api, f"`{name}` (shared address 0x{addr:x}) is not {align}-byte aligned as this "
-            "tensor map needs (128, or 8 x the swizzle span); use cuda.shared.array(..., "
-            "alignment=...)")
+        raise rt.violation(api, _rules.tensor_smem_align(name=name, addr=f"0x{addr:x}", align=align))
     if dtype_code is not None and w[_tm.W_DTYPE] != dtype_code:
-        raise rt.violation(
-            api, f"the reduction reads `{name}` as CUtensorMapDataType {dtype_code} but the "
-            f"tensor map holds type {w[_tm.W_DTYPE]}")
+        raise rt.violation(api, _rules.tensor_dtype(
+            name=name, code=dtype_code, map_code=w[_tm.W_DTYPE]))
     expect = tile.itemsize
     for axis in range(tile.ndim - 1, -1, -1):
         if tile.strides[axis] != expect and tile.shape[axis] > 1:
-            raise rt.violation(
-                api, f"`{name}` is not C-contiguous: axis {axis} has stride "
-                f"{tile.strides[axis]} bytes, expected {expect} (a TMA tile is one dense box)")
+            raise rt.violation(api, _rules.tensor_not_dense(
+                name=name, axis=axis, stride=tile.strides[axis], expect=expect))
         expect *= tile.shape[axis]
     return _map_behind(api, m, w)
 
@@ -138,15 +133,11 @@ def _coords(api: str, coords, m: np.ndarray, *, store: bool) -> list[int]:
     cs = [int(np.int32(c)) for c in coords]  # signed 32-bit, as the lowering casts
     isz = int(m[_tm.W_ITEMSIZE])
     if (cs[-1] * isz) & 15:
-        raise rt.violation(
-            api, f"the innermost coordinate {cs[-1]} x {isz}-byte elements is not a multiple "
-            "of 16 bytes (the copy engine needs 16-byte aligned box starts)")
+        raise rt.violation(api, _rules.tensor_inner_coord(coord=cs[-1], itemsize=isz))
     if store:
         for axis, c in enumerate(cs):
             if c < 0:
-                raise rt.violation(
-                    api, f"`coords`[{axis}]={c} is negative; tensor stores and reductions need "
-                    "coordinates >= 0 (boxes may still run past the far edges)")
+                raise rt.violation(api, _rules.tensor_negative_coord(axis=axis, coord=c))
     return cs
 
 
@@ -198,18 +189,12 @@ def _tile_bytes(tile: np.ndarray) -> np.ndarray:
 # --- intrinsics -------------------------------------------------------------------
 
 
+@mirrors(
+    _dev.cp_async_bulk_tensor_load,
+    "the (swizzled, out-of-bounds-filled) box lands when a wait sees ``mbar``'s phase "
+    "complete; ``dst`` holds poison until then.")
 def cp_async_bulk_tensor_load(dst, tensor_map, coords, mbar, *, multicast_mask=None,
                               cache_policy=None, fence=True):
-    """Simulator version of :func:`numba_asynccopy.cp_async_bulk_tensor_load`:
-    the (swizzled, out-of-bounds-filled) box lands when a wait sees ``mbar``'s
-    phase complete; ``dst`` holds poison until then.
-
-    Example::
-
-        ac.mbarrier_arrive_expect_tx(bar, tmap_box_bytes)
-        ac.cp_async_bulk_tensor_load(tile, tmap, (r, c), bar)
-        ac.mbarrier_wait_parity(bar, 0)
-    """
     api = "cp_async_bulk_tensor_load"
     (d, m, cs, b), kw = rt.validate(_dev.cp_async_bulk_tensor_load, dst, tensor_map, coords, mbar,
                                     multicast_mask=multicast_mask, cache_policy=cache_policy,
@@ -271,17 +256,11 @@ class _Region:
         self.t[self.ix] = np.full(shape + (self.t.itemsize,), value, np.uint8).view(self.t.dtype).reshape(shape)
 
 
+@mirrors(
+    _dev.cp_async_bulk_tensor_store,
+    "reads ``src`` at ``bulk_wait_group(n, read=True)``, writes the in-bounds part of the box "
+    "at ``bulk_wait_group(n)`` (poison there until then).")
 def cp_async_bulk_tensor_store(tensor_map, coords, src, *, cache_policy=None, fence=True):
-    """Simulator version of :func:`numba_asynccopy.cp_async_bulk_tensor_store`:
-    reads ``src`` at ``bulk_wait_group(n, read=True)``, writes the in-bounds
-    part of the box at ``bulk_wait_group(n)`` (poison there until then).
-
-    Example::
-
-        ac.cp_async_bulk_tensor_store(tmap_out, (r, c), tile)
-        ac.bulk_commit_group()
-        ac.bulk_wait_group(0)
-    """
     api = "cp_async_bulk_tensor_store"
     (m, cs, s), kw = rt.validate(_dev.cp_async_bulk_tensor_store, tensor_map, coords, src,
                                  cache_policy=cache_policy, fence=fence)
@@ -290,18 +269,11 @@ def cp_async_bulk_tensor_store(tensor_map, coords, src, *, cache_policy=None, fe
     _store(api, m, cs, s, o)
 
 
+@mirrors(
+    _dev.cp_reduce_async_bulk_tensor,
+    "combines ``src`` into the in-bounds part of the box when its group completes.")
 def cp_reduce_async_bulk_tensor(tensor_map, coords, src, op, *, bf16=False, cache_policy=None,
                                 fence=True):
-    """Simulator version of :func:`numba_asynccopy.cp_reduce_async_bulk_tensor`:
-    combines ``src`` into the in-bounds part of the box when its group
-    completes.
-
-    Example::
-
-        ac.cp_reduce_async_bulk_tensor(tmap_acc, (r, c), tile, "add")
-        ac.bulk_commit_group()
-        ac.bulk_wait_group(0)
-    """
     api = "cp_reduce_async_bulk_tensor"
     (m, cs, s, name), kw = rt.validate(_dev.cp_reduce_async_bulk_tensor, tensor_map, coords, src,
                                        op, bf16=bf16, cache_policy=cache_policy, fence=fence)
@@ -314,38 +286,22 @@ def cp_reduce_async_bulk_tensor(tensor_map, coords, src, op, *, bf16=False, cach
     _store(api, m, cs, s, o, code)
 
 
+@mirrors(_dev.prefetch_tensormap, "a hint.")
 def prefetch_tensormap(tensor_map, *, fence=True):
-    """Simulator version of :func:`numba_asynccopy.prefetch_tensormap` (a hint).
-
-    Example::
-
-        ac.prefetch_tensormap(tmap)
-    """
     api = "prefetch_tensormap"
     (m,), _ = rt.validate(_dev.prefetch_tensormap, tensor_map, fence=fence)
     rt.current(api)
     _check_space(api, "tensor_map", m, "global")
 
 
+@mirrors(_dev.fence_proxy_tensormap, "no-op: the simulator's map is read directly.")
 def fence_proxy_tensormap(tensor_map, scope="sys"):
-    """Simulator version of :func:`numba_asynccopy.fence_proxy_tensormap` (no-op:
-    the simulator's map is read directly).
-
-    Example::
-
-        ac.fence_proxy_tensormap(tmap)
-    """
     rt.validate(_dev.fence_proxy_tensormap, tensor_map, scope)
 
 
+@mirrors(_dev.cp_async_bulk_prefetch_tensor,
+         "checks the map and the coordinates as checked mode does; moves nothing (a hint).")
 def cp_async_bulk_prefetch_tensor(tensor_map, coords, *, cache_policy=None, fence=True):
-    """Simulator version of :func:`numba_asynccopy.cp_async_bulk_prefetch_tensor`:
-    checks the map and coordinates as checked mode does; moves nothing (a hint).
-
-    Example::
-
-        ac.cp_async_bulk_prefetch_tensor(tmap, (row0 + 2 * BOX_ROWS, col0))
-    """
     api = "cp_async_bulk_prefetch_tensor"
     (m, cs), _ = rt.validate(_dev.cp_async_bulk_prefetch_tensor, tensor_map, coords,
                              cache_policy=cache_policy, fence=fence)

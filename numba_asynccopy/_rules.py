@@ -1,0 +1,142 @@
+"""The rulebook: every rule text that more than one layer reports.
+
+A broken contract is reported by up to three layers: a compile-time
+``TypingError``, a checked-mode trap (a printf format embedded in the PTX)
+and the simulator's :class:`~numba_asynccopy.sim.SimulatorError`.  They
+must say the same thing, so each rule is written here once and each layer
+renders it with its own value representation: the device passes printf
+conversions (``value="%u"``), the compiler and the simulator pass Python
+values (``value=1048576``).  The ``api: `` prefix (and, for traps and the
+simulator, the block/thread suffix) is added by the layer that reports.
+
+The texts are public (tests and users match on them): change one only on
+purpose, with the pinned expectations in ``tests/cpu/test_rules_pinned.py``.
+
+Example::
+
+    from numba_asynccopy import _rules
+    _rules.outside_range(name="count", value="%u", lo=1, hi=_rules.MAX_COUNT)
+    # '`count`=%u is outside 1..1048575'
+"""
+
+from __future__ import annotations
+
+from string import Formatter
+from typing import Any
+
+# --- limits -------------------------------------------------------------------
+
+#: Static shared memory a kernel may declare without opting in (48 KiB).
+STATIC_SHARED_LIMIT = 48 * 1024
+
+#: An mbarrier expects at most 2**20 - 1 arrivals per phase.
+MAX_COUNT = (1 << 20) - 1
+
+#: The transaction-byte count of one mbarrier operation is below 2**20.
+MAX_TX = (1 << 20) - 1
+
+#: Bulk (non-tensor) copies move multiples of this many bytes, 16-byte aligned.
+BULK_ALIGN = 16
+
+
+# --- rules --------------------------------------------------------------------
+
+
+class Rule:
+    """One rule text with named fields, rendered by every layer.
+
+    A field takes whatever the layer prints there: a printf conversion such
+    as ``"%lld"`` in a checked-mode trap, a Python value elsewhere.
+    """
+
+    def __init__(self, name: str, template: str):
+        self.name = name
+        self.template = template
+        self.fields = tuple(f for _, f, _, _ in Formatter().parse(template) if f)
+
+    def __call__(self, **values: Any) -> str:
+        missing = set(self.fields) - set(values)
+        extra = set(values) - set(self.fields)
+        if missing or extra:
+            raise TypeError(f"rule {self.name} takes fields {self.fields}, got {sorted(values)}")
+        return self.template.format(**values)
+
+    def __repr__(self) -> str:
+        return f"Rule({self.name!r}, {self.template!r})"
+
+
+#: every rule of the book, by name
+RULES: dict[str, Rule] = {}
+
+
+def _rule(name: str, template: str) -> Rule:
+    RULES[name] = r = Rule(name, template)
+    return r
+
+
+# Values and ranges (compile time for literals, checked mode / simulator at run time).
+outside_range = _rule("outside_range", "`{name}`={value} is outside {lo}..{hi}")
+src_size_outside = _rule("src_size_outside", "src_size={size} is outside 0..chunk_bytes ({chunk})")
+fraction_range = _rule("fraction_range", "`fraction`={fraction} must be in (0, 1]")
+wait_count_negative = _rule("wait_count_negative", "`n` must be >= 0, got {count}")
+bool_constant = _rule("bool_constant", "`{name}` must be a bool constant, got {value}")
+
+# Address spaces and alignment.
+local_shared_view = _rule(
+    "local_shared_view", "`{name}` must be a local shared-memory array view, got {got}")
+not_in_space = _rule("not_in_space", "`{name}` is not in {space} memory")
+not_aligned = _rule("not_aligned", "`{name}` is not {align}-byte aligned (address {addr})")
+
+# Chunked views (cp.async and row-by-row bulk copies).
+last_axis_strided = _rule(
+    "last_axis_strided", "the last axis of `{name}` is not contiguous (stride {stride} bytes)")
+row_not_whole_chunks = _rule(
+    "row_not_whole_chunks",
+    "the last axis of `{name}` ({row} bytes) is not a whole number of {chunk}-byte chunks")
+chunk_misaligned = _rule(
+    "chunk_misaligned", "a chunk of `{name}` is not {align}-byte aligned (base {base})")
+repeat_axis_differs = _rule(
+    "repeat_axis_differs", "repeat axis {axis} differs: `{a_name}` has {a}, `{b_name}` has {b}")
+chunk_counts_differ = _rule(
+    "chunk_counts_differ",
+    "chunk counts differ: `{a_name}` has {a} chunks per row, `{b_name}` has {b}")
+
+# Bulk copies.
+bulk_size_multiple = _rule(
+    "bulk_size_multiple", "{what} is {size} bytes; a bulk copy moves a positive multiple of 16 bytes")
+bulk_size_limit = _rule("bulk_size_limit", "{what} is {size} bytes; a bulk copy moves less than 2**32")
+#: the ``what`` of the two size rules for a view copied row by row
+row_of = _rule("row_of", "a row of `{name}`")
+byte_counts_differ = _rule("byte_counts_differ", "`{a_name}` has {a} bytes, `{b_name}` has {b}")
+
+# Tensor (TMA) copies: the map buffer and the shared tile.
+tensor_map_words = _rule(
+    "tensor_map_words", "`tensor_map` has {words} words, not the {need} of an ac.TensorMap buffer")
+tensor_map_magic = _rule(
+    "tensor_map_magic", "`tensor_map` is not an ac.TensorMap buffer (bad magic word)")
+tensor_rank = _rule("tensor_rank", "`coords` has {rank} entries but the tensor map has rank {map_rank}")
+tensor_itemsize = _rule(
+    "tensor_itemsize",
+    "`{name}` has {itemsize}-byte elements but the tensor map's are {map_itemsize} bytes")
+tensor_box_bytes = _rule(
+    "tensor_box_bytes", "`{name}` has {nbytes} bytes but one box of the tensor map has {box}")
+tensor_smem_align = _rule(
+    "tensor_smem_align",
+    "`{name}` (shared address {addr}) is not {align}-byte aligned as this tensor map needs "
+    "(128, or 8 x the swizzle span); use cuda.shared.array(..., alignment=...)")
+tensor_dtype = _rule(
+    "tensor_dtype",
+    "the reduction reads `{name}` as CUtensorMapDataType {code} but the tensor map holds "
+    "type {map_code}")
+tensor_not_dense = _rule(
+    "tensor_not_dense",
+    "`{name}` is not C-contiguous: axis {axis} has stride {stride} bytes, expected {expect} "
+    "(a TMA tile is one dense box)")
+tensor_inner_coord = _rule(
+    "tensor_inner_coord",
+    "the innermost coordinate {coord} x {itemsize}-byte elements is not a multiple of 16 bytes "
+    "(the copy engine needs 16-byte aligned box starts)")
+tensor_negative_coord = _rule(
+    "tensor_negative_coord",
+    "`coords`[{axis}]={coord} is negative; tensor stores and reductions need coordinates >= 0 "
+    "(boxes may still run past the far edges)")

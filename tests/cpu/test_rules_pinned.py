@@ -1,0 +1,159 @@
+"""The rule texts are public: pin each rule of the rulebook, as the compiler
+and the simulator render it (Python values) and as a checked-mode trap
+embeds it in PTX (printf conversions), to the literal text users see."""
+
+from __future__ import annotations
+
+import pytest
+
+from numba_asynccopy import _rules
+
+# name -> [(fields, expected text)], the expected texts copied from the messages
+# of the release before the rulebook
+PINNED: dict[str, list[tuple[dict, str]]] = {
+    "outside_range": [
+        (dict(name="count", value=1048576, lo=1, hi=1048575),
+         "`count`=1048576 is outside 1..1048575"),
+        (dict(name="nbytes", value="%u", lo=0, hi=1048575), "`nbytes`=%u is outside 0..1048575"),
+        (dict(name="count", value=0, lo=1, hi="2**20-1"), "`count`=0 is outside 1..2**20-1"),
+    ],
+    "src_size_outside": [
+        (dict(size=17, chunk=16), "src_size=17 is outside 0..chunk_bytes (16)"),
+        (dict(size="%u", chunk=8), "src_size=%u is outside 0..chunk_bytes (8)"),
+    ],
+    "fraction_range": [
+        (dict(fraction="1.500000"), "`fraction`=1.500000 must be in (0, 1]"),
+        (dict(fraction="%f"), "`fraction`=%f must be in (0, 1]"),
+    ],
+    "wait_count_negative": [(dict(count=-1), "`n` must be >= 0, got -1")],
+    "bool_constant": [(dict(name="noinc", value=repr(1)), "`noinc` must be a bool constant, got 1")],
+    "not_in_space": [
+        (dict(name="dst", space="shared"), "`dst` is not in shared memory"),
+        (dict(name="src", space="global"), "`src` is not in global memory"),
+    ],
+    "local_shared_view": [
+        (dict(name="view", got="float32"),
+         "`view` must be a local shared-memory array view, got float32"),
+    ],
+    "row_of": [(dict(name="src"), "a row of `src`")],
+    "not_aligned": [
+        (dict(name="mbar", align=8, addr="0x1004"), "`mbar` is not 8-byte aligned (address 0x1004)"),
+        (dict(name="src", align=16, addr="%p"), "`src` is not 16-byte aligned (address %p)"),
+    ],
+    "last_axis_strided": [
+        (dict(name="src", stride=8), "the last axis of `src` is not contiguous (stride 8 bytes)"),
+        (dict(name="dst", stride="%lld"), "the last axis of `dst` is not contiguous (stride %lld bytes)"),
+    ],
+    "row_not_whole_chunks": [
+        (dict(name="dst", row=12, chunk=8),
+         "the last axis of `dst` (12 bytes) is not a whole number of 8-byte chunks"),
+        (dict(name="src", row="%lld", chunk=16),
+         "the last axis of `src` (%lld bytes) is not a whole number of 16-byte chunks"),
+    ],
+    "chunk_misaligned": [
+        (dict(name="src", align=16, base="0x7f0008"),
+         "a chunk of `src` is not 16-byte aligned (base 0x7f0008)"),
+        (dict(name="dst", align=16, base="%p"), "a chunk of `dst` is not 16-byte aligned (base %p)"),
+    ],
+    "repeat_axis_differs": [
+        (dict(axis=0, a_name="dst", a=4, b_name="src", b=8),
+         "repeat axis 0 differs: `dst` has 4, `src` has 8"),
+        (dict(axis=1, a_name="dst", a="%lld", b_name="src", b="%lld"),
+         "repeat axis 1 differs: `dst` has %lld, `src` has %lld"),
+    ],
+    "chunk_counts_differ": [
+        (dict(a_name="dst", a=2, b_name="src", b=1),
+         "chunk counts differ: `dst` has 2 chunks per row, `src` has 1"),
+        (dict(a_name="dst", a="%lld", b_name="src", b="%lld"),
+         "chunk counts differ: `dst` has %lld chunks per row, `src` has %lld"),
+    ],
+    "bulk_size_multiple": [
+        (dict(what="`dst`", size=24),
+         "`dst` is 24 bytes; a bulk copy moves a positive multiple of 16 bytes"),
+        (dict(what="a row of `src`", size="%lld"),
+         "a row of `src` is %lld bytes; a bulk copy moves a positive multiple of 16 bytes"),
+    ],
+    "bulk_size_limit": [
+        (dict(what="`dst`", size=1 << 32), "`dst` is 4294967296 bytes; a bulk copy moves less than 2**32"),
+    ],
+    "byte_counts_differ": [
+        (dict(a_name="dst", a=256, b_name="src", b=512), "`dst` has 256 bytes, `src` has 512"),
+        (dict(a_name="dst", a="%lld", b_name="src", b="%lld"), "`dst` has %lld bytes, `src` has %lld"),
+    ],
+    "tensor_map_words": [
+        (dict(words=4, need=16), "`tensor_map` has 4 words, not the 16 of an ac.TensorMap buffer"),
+    ],
+    "tensor_map_magic": [
+        (dict(), "`tensor_map` is not an ac.TensorMap buffer (bad magic word)"),
+    ],
+    "tensor_rank": [
+        (dict(rank=2, map_rank=3), "`coords` has 2 entries but the tensor map has rank 3"),
+        (dict(rank=2, map_rank="%lld"), "`coords` has 2 entries but the tensor map has rank %lld"),
+    ],
+    "tensor_itemsize": [
+        (dict(name="dst", itemsize=4, map_itemsize=2),
+         "`dst` has 4-byte elements but the tensor map's are 2 bytes"),
+    ],
+    "tensor_box_bytes": [
+        (dict(name="dst", nbytes=1024, box=2048),
+         "`dst` has 1024 bytes but one box of the tensor map has 2048"),
+    ],
+    "tensor_smem_align": [
+        (dict(name="dst", addr="0x40", align=128),
+         "`dst` (shared address 0x40) is not 128-byte aligned as this tensor map needs (128, or "
+         "8 x the swizzle span); use cuda.shared.array(..., alignment=...)"),
+        (dict(name="src", addr="0x%llx", align="%lld"),
+         "`src` (shared address 0x%llx) is not %lld-byte aligned as this tensor map needs (128, or "
+         "8 x the swizzle span); use cuda.shared.array(..., alignment=...)"),
+    ],
+    "tensor_dtype": [
+        (dict(name="src", code=7, map_code=6),
+         "the reduction reads `src` as CUtensorMapDataType 7 but the tensor map holds type 6"),
+    ],
+    "tensor_not_dense": [
+        (dict(name="dst", axis=1, stride=8, expect=4),
+         "`dst` is not C-contiguous: axis 1 has stride 8 bytes, expected 4 "
+         "(a TMA tile is one dense box)"),
+    ],
+    "tensor_inner_coord": [
+        (dict(coord=3, itemsize=4),
+         "the innermost coordinate 3 x 4-byte elements is not a multiple of 16 bytes "
+         "(the copy engine needs 16-byte aligned box starts)"),
+        (dict(coord="%d", itemsize="%lld"),
+         "the innermost coordinate %d x %lld-byte elements is not a multiple of 16 bytes "
+         "(the copy engine needs 16-byte aligned box starts)"),
+    ],
+    "tensor_negative_coord": [
+        (dict(axis=0, coord=-4),
+         "`coords`[0]=-4 is negative; tensor stores and reductions need coordinates >= 0 "
+         "(boxes may still run past the far edges)"),
+    ],
+}
+
+
+def test_every_rule_is_pinned():
+    assert set(PINNED) == set(_rules.RULES)
+
+
+@pytest.mark.parametrize("name,fields,expected",
+                         [(n, f, e) for n, cases in PINNED.items() for f, e in cases],
+                         ids=lambda x: x if isinstance(x, str) and len(x) < 30 else "")
+def test_rule_text(name, fields, expected):
+    assert _rules.RULES[name](**fields) == expected
+
+
+def test_a_rule_names_its_fields():
+    with pytest.raises(TypeError, match="takes fields"):
+        _rules.not_in_space(name="dst")
+
+
+def test_limits_are_defined_once():
+    import numba_asynccopy.bulk as bulk
+    import numba_asynccopy.cluster_copy as cluster_copy
+    import numba_asynccopy.mbarrier as mbarrier
+
+    assert _rules.MAX_TX == _rules.MAX_COUNT == 2**20 - 1
+    assert _rules.STATIC_SHARED_LIMIT == 49152
+    assert mbarrier.MAX_TX is cluster_copy.MAX_TX is _rules.MAX_TX
+    assert mbarrier.MAX_COUNT is _rules.MAX_COUNT
+    assert bulk.BULK_ALIGN is cluster_copy.BULK_ALIGN is _rules.BULK_ALIGN == 16
