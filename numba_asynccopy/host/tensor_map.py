@@ -296,7 +296,9 @@ def driver_args(spec: TensorMapSpec) -> tuple:
         spec.rank,
         spec.address,
         [u64(d) for d in spec.global_dim],
-        [u64(s) for s in spec.global_strides],
+        # rank 1 has no strides, but an empty list becomes a NULL pointer: pass one
+        # unused entry (the driver reads rank - 1 of them)
+        [u64(s) for s in spec.global_strides] or [u64(0)],
         [u32(b) for b in spec.box_dim],
         [u32(e) for e in spec.element_strides_dim],
         driver.CUtensorMapInterleave(INTERLEAVE_CODES[spec.interleave]),
