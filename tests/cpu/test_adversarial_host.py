@@ -483,3 +483,16 @@ def test_the_contract_error_comes_first_then_the_call_site(tmp_path, body, messa
     assert "No implementation of function" in text  # numba's listing follows
     assert text.index(message) < text.index("No implementation of function")
     assert isinstance(err, ac._compat.core_errors.TypingError)
+
+
+def test_the_gpu_fuzz_generator_makes_valid_specs_when_unbroken():
+    """The GPU comparison's generator, checked here so that its run on the
+    device only tests the driver: unbroken descriptions all validate, and
+    the mix has plenty of both outcomes."""
+    from ..gpu import test_tensor_map_fuzz_gpu as fuzz
+
+    fuzz.test_random_specs_follow_the_documented_rules_when_unbroken()
+    specs = fuzz.all_specs()
+    verdicts = [fuzz.validator_says(s, 1 << 30, tm.MAX_BOX_BYTES) for s in specs]
+    assert len(specs) >= 500
+    assert sum(v is None for v in verdicts) >= 150 and sum(v is not None for v in verdicts) >= 150
