@@ -266,12 +266,18 @@ def describe(interface: dict, box: Sequence[int], *, swizzle: int | None = None,
         _fail("element_strides", f"[-1]={es[-1]}: TMA ignores the innermost element stride "
               "without interleave, so it must be 1")
 
+    if interleave is not None and rank == 3:
+        # the driver refuses an interleaved rank-3 map although its documentation
+        # says rank >= 3; NVIDIA's own host-side TMA helper requires rank 4 or 5 too
+        _fail("interleave", f"={interleave} needs a tensor of rank 4 or 5; this one has rank 3")
     counts = [math.ceil(b / e) for b, e in zip(box_t, es)]
     box_bytes = math.prod(counts) * isz
-    if box_bytes > max_box_bytes:
-        # one copy fills box_bytes of one block's shared memory
-        _fail("box", f"={box_t} moves {box_bytes} bytes per copy, more than the {max_box_bytes} "
-              "bytes of shared memory a block can have")
+    span = math.prod(box_t) * isz
+    if span > max_box_bytes:
+        # the whole box, element strides or not (as NVIDIA's own host-side TMA
+        # helper checks it), must fit in one block's shared memory
+        _fail("box", f"={box_t} spans {span} bytes, more than the {max_box_bytes} bytes of "
+              "shared memory a block can have")
     smem_alignment = 128 if swizzle is None else 8 * swizzle  # the swizzle pattern's repeat
 
     return TensorMapSpec(
@@ -340,8 +346,8 @@ class TensorMap:
       16-byte unit ``u`` of byte offset ``o`` is stored at unit
       ``u ^ ((o >> 7) & (swizzle // 16 - 1))`` (the pattern repeats every
       ``8 * swizzle`` bytes).
-    - ``interleave`` (None, 16, 32), ``l2_promotion`` (None, 64, 128, 256
-      bytes), ``oob_fill`` ("zero", or "nan" for float tensors: out-of-bounds
+    - ``interleave`` (None, 16, 32; rank 4 or 5), ``l2_promotion`` (None,
+      64, 128, 256 bytes), ``oob_fill`` ("zero", or "nan" for float tensors: out-of-bounds
       elements of a box read as zero / NaN), ``element_strides`` (1..8 per
       axis, the last one 1), ``dtype="bfloat16"`` to describe 16-bit integer
       storage as bfloat16.
@@ -398,9 +404,10 @@ class TensorMap:
 
         ctx = cuda.current_context()  # the driver call needs an initialised context
         most = int(ctx.device.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
-        if self.spec.box_bytes > most:  # a device with less shared memory than sm_90
-            _fail("box", f"={self.spec.box} moves {self.spec.box_bytes} bytes per copy, more than "
-                  f"the {most} bytes of shared memory a block can have on this device")
+        span = math.prod(self.spec.box) * self.spec.itemsize
+        if span > most:  # a device with less shared memory than sm_90
+            _fail("box", f"={self.spec.box} spans {span} bytes, more than the {most} bytes of "
+                  "shared memory a block can have on this device")
         words = encode(self.spec) + self.spec.metadata()
         self.device = cuda.to_device(np.array(words, dtype=np.uint64))
 

@@ -300,12 +300,20 @@ def test_tensor_map_rejects_a_malformed_array_interface(interface, message):
 
 
 def test_tensor_map_box_must_fit_shared_memory():
-    with pytest.raises(ValueError, match=r"TensorMap: `box`=\(256, 256\) moves 262144 bytes per copy, "
+    with pytest.raises(ValueError, match=r"TensorMap: `box`=\(256, 256\) spans 262144 bytes, "
                                          "more than the 232448 bytes of shared memory a block can have"):
         tm.describe(cai((256, 256)), (256, 256))
+    # the whole box counts, element strides or not
+    with pytest.raises(ValueError, match="spans 262144 bytes"):
+        tm.describe(cai((256, 256)), (256, 256), element_strides=(2, 1))
     tm.describe(cai((256, 256), np.float16), (256, 256))  # 128 KB fits
-    # element strides shrink what one copy moves
-    tm.describe(cai((256, 256)), (256, 256), element_strides=(2, 1))
+
+
+def test_an_interleaved_map_needs_rank_4_or_5():
+    with pytest.raises(ValueError, match="TensorMap: `interleave`=16 needs a tensor of rank 4 or 5; "
+                                         "this one has rank 3"):
+        tm.describe(cai((8, 8, 8), np.float16), (1, 1, 8), interleave=16)
+    tm.describe(cai((2, 8, 8, 8), np.float16), (1, 1, 1, 8), interleave=16)
 
 
 # the CPU fuzz: any description, valid or not, ends in a spec or a documented exception

@@ -9,6 +9,11 @@ the driver's result.
 Descriptions stay inside what both can express: C-ordered (padded)
 layouts, the innermost axis contiguous, and an innermost element stride of
 1 without interleave (this package requires that; the driver ignores it).
+Each description carries a note (the rule it breaks, or "random"), so a
+disagreement points at the rule to revisit.  Two cases are there to learn
+what the driver does beyond its documentation: a box longer than the
+tensor ("box_past_extent") and an element stride longer than the axis
+("es_past_extent"); the validator accepts both.
 """
 
 from __future__ import annotations
@@ -71,7 +76,7 @@ def random_spec(rng: np.random.Generator) -> Spec:
     isz = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
     interleave = [None] * 6 + [16, 32]
     interleave = interleave[int(rng.integers(len(interleave)))]
-    rank = int(rng.integers(3, 6)) if interleave else int(rng.integers(1, 6))
+    rank = int(rng.integers(4, 6)) if interleave else int(rng.integers(1, 6))
     if interleave == 32:
         swizzle = 32
     else:
@@ -85,15 +90,17 @@ def random_spec(rng: np.random.Generator) -> Spec:
     box = [b0] + [int(rng.choice([1, 2, 3, 4, 8, 16, 32, 64])) for _ in range(rank - 1)]
     es = [1 if interleave is None else int(rng.integers(1, 3))] + \
          [int(rng.integers(1, 9)) if rng.random() < 0.3 else 1 for _ in range(rank - 1)]
-    # keep the box within a block's shared memory (the package's rule)
-    while int(np.prod([-(-b // e) for b, e in zip(box, es)])) * isz > 200 * 1024:
+    # keep the whole box within a block's shared memory
+    while int(np.prod(box)) * isz > 200 * 1024:
         i = int(np.argmax(box[1:])) + 1
         box[i] = max(1, box[i] // 2)
+    # every extent at least the box and the element stride along it (boxes past the
+    # tensor's end are a case of their own, below)
     if interleave is None:
-        gd0 = int(rng.integers(1, 600))
+        gd0 = box[0] + int(rng.integers(0, 300))
     else:
-        gd0 = max(1, interleave // isz)
-    global_dim = (gd0,) + tuple(int(rng.integers(1, 300)) for _ in range(rank - 1))
+        gd0 = box[0]
+    global_dim = (gd0,) + tuple(max(b, e) + int(rng.integers(0, 200)) for b, e in zip(box[1:], es[1:]))
     align = 32 if interleave == 32 else 16
     floats = dtype.startswith("float") or dtype == "bfloat16"
     return Spec(dtype=dtype, offset=int(rng.choice([0, 0, 0, 32, 64, 256])),
@@ -110,7 +117,8 @@ def broken(spec: Spec, rng: np.random.Generator) -> Spec:
     i = int(rng.integers(rank))
     kind = ["address", "address", "dim0", "dim_big", "dim_edge", "stride", "stride_big", "box0",
             "box257", "inner16", "swizzle_span", "es0", "es9", "interleave_rank", "interleave32",
-            "oob_int", "rank6", "big_box"][int(rng.integers(18))]
+            "oob_int", "rank6", "big_box", "interleave_rank3", "box_past_extent",
+            "es_past_extent"][int(rng.integers(21))]
 
     def dims(d):
         return dict(global_dim=d, global_strides=c_strides(d, isz, align))
@@ -165,6 +173,26 @@ def broken(spec: Spec, rng: np.random.Generator) -> Spec:
         b0 = max(16 // isz, b0 - b0 % max(1, 16 // isz))
         box = (b0,) + (256,) * (rank - 1)
         return replace(spec, box_dim=box, element_strides=(1,) * rank, note=kind)
+    if kind == "interleave_rank3" and spec.interleave is not None:
+        d = spec.global_dim[:3]
+        return replace(spec, **dims(d), box_dim=spec.box_dim[:3], element_strides=spec.element_strides[:3],
+                       note=kind)
+    if kind == "box_past_extent" and spec.global_dim[i] < 256 and (i or spec.interleave is None):
+        # valid for the validator: the part past the end loads as zeros
+        if i == 0:
+            unit = max(1, 16 // isz)
+            b = -(-(spec.global_dim[0] + 1) // unit) * unit
+            if b > 256 or (spec.swizzle and b * isz > spec.swizzle):
+                return replace(spec, note=f"{kind} (not applicable: valid)")
+        else:
+            b = spec.global_dim[i] + 1
+        return replace(spec, box_dim=spec.box_dim[:i] + (b,) + spec.box_dim[i + 1:], note=kind)
+    if kind == "es_past_extent" and rank > 1:
+        j = max(i, 1)
+        d = spec.global_dim[:j] + (1,) + spec.global_dim[j + 1:]
+        return replace(spec, **dims(d), box_dim=spec.box_dim[:j] + (1,) + spec.box_dim[j + 1:],
+                       element_strides=spec.element_strides[:j] + (2,) + spec.element_strides[j + 1:],
+                       note=kind)
     return replace(spec, note=f"{kind} (not applicable: valid)")
 
 
@@ -178,6 +206,8 @@ def named_specs() -> list[Spec]:
              element_strides=(1, 1, 1), interleave=16, note="interleave 16, 3-D", **f16),
         Spec(global_dim=(16, 8, 8), global_strides=(32, 256), box_dim=(16, 1, 1),
              element_strides=(1, 1, 1), interleave=16, note="interleave 16, 3-D, 32-byte rows", **f16),
+        Spec(global_dim=(8, 8, 8, 2), global_strides=(16, 128, 1024), box_dim=(8, 1, 1, 1),
+             element_strides=(1, 1, 1, 1), interleave=16, note="interleave 16, 4-D", **f16),
         Spec(dtype="float32", offset=0, global_dim=(256, 256), global_strides=(1024,),
              box_dim=(256, 256), element_strides=(1, 1), note="256x256 float32 box"),
         Spec(dtype="float16", offset=0, global_dim=(256, 256), global_strides=(512,),
