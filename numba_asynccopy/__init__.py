@@ -15,8 +15,9 @@ from ._forms import family_of as _family_of
 from ._forms import public_apis as _public_apis
 from .checked import checked_mode, is_checked, set_checked, wait_timeout_ns
 from .host import launch as _host_launch
-from .host.launch import ClusterLaunchError, launch, max_active_clusters
-from .host.tensor_map import TensorMap
+from ._compat import ContractError
+from .host.launch import ClusterLaunchError, LaunchTypeError, launch, max_active_clusters
+from .host.tensor_map import TensorMap, TensorMapTypeError
 from .report import inspect
 
 # Every public device function is bound from the family module its registry
@@ -29,8 +30,11 @@ del _api
 # is host side.  tests/cpu/test_api_pinned.py pins the whole list.
 _HOST_API = [
     "ClusterLaunchError",
+    "ContractError",
     "FORMS",
+    "LaunchTypeError",
     "TensorMap",
+    "TensorMapTypeError",
     "checked_mode",
     "feature_table",
     "inspect",

@@ -5,16 +5,27 @@ ask for literal-first typing, and its intrinsic templates hand Python default
 values (not ``types.Omitted``) to the typing function.  ``intrinsic`` below
 fixes both so that every public intrinsic can take keyword arguments with
 defaults and compile-time constants.
+
+It also puts this package's contract errors first.  numba collects the
+error an intrinsic's typing raises into its "No implementation of function
+... found for signature" listing, after the candidate templates, and (the
+intrinsics being typed through ``numba.core``'s function type) without the
+kernel's file and line.  ``intrinsic`` records the call site of each error
+it raises and :func:`install_error_lead` makes numba's resolution failure
+start with that error's message, then the call site, then numba's listing.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from typing import Any, Callable
 
+from numba.core import errors as core_errors
 from numba.core import types
 from numba.cuda.core import errors
+from numba.cuda.core import typeinfer as _typeinfer
 from numba.cuda.core.targetconfig import ConfigStack
 from numba.cuda.extending import _Intrinsic
 from numba.cuda.typing.templates import infer, infer_global, make_intrinsic_template
@@ -51,6 +62,9 @@ def intrinsic(fn: Callable) -> Any:
         try:
             return _type(typingctx, args, kws)
         except TypingError as e:
+            if not hasattr(e, "asynccopy_lead"):
+                e.asynccopy_lead = e.msg  # the contract error, without numba's decoration
+                e.asynccopy_site = _call_site()
             if has_literal:
                 _literal_failures[id(typer)] = (key, e)
             raise
@@ -164,3 +178,82 @@ def patch_cache_key(extra: Callable[[], tuple]) -> None:
 
     JITCUDACodegen.magic_tuple = magic_tuple
     JITCUDACodegen._asynccopy_patched = True
+
+
+# --- contract errors first ----------------------------------------------------
+
+#: ``CallConstraint.resolve`` types one call of the function being compiled;
+#: its ``self.loc`` is that call's place in the user's source.
+_RESOLVE_CODE = _typeinfer.CallConstraint.resolve.__code__
+
+
+class ContractError(core_errors.TypingError):
+    """A call that breaks an intrinsic's contract, found while typing.
+
+    Its message starts with the contract error (``mbarrier_init: `count`=0
+    is outside 1..1048575``), then the offending call (``File "kernel.py",
+    line N:`` and the source line), then numba's listing of the candidate
+    implementations.  A ``numba.core.errors.TypingError``, like the error
+    numba raises for a failed call resolution.
+
+    Example::
+
+        try:
+            cuda.compile_ptx(kernel, sig)
+        except TypingError as e:
+            print(str(e).splitlines()[0])   # the rule that was broken
+    """
+
+
+def _call_site() -> Any:
+    """The ``numba`` ``Loc`` of the call being typed (None outside typing)."""
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code is _RESOLVE_CODE:
+            return getattr(f.f_locals.get("self"), "loc", None)
+        f = f.f_back
+    return None
+
+
+def _lead(error: Any, listing: Callable[[], str]) -> ContractError:
+    site = error.asynccopy_site
+    where = site.strformat().strip("\n") if site is not None else "(call site unknown)"
+    return ContractError(f"{error.asynccopy_lead}\n{where}\n\n{listing()}", highlighting=False)
+
+
+def install_error_lead() -> None:
+    """Make numba's "No implementation of function" error lead with this
+    package's contract error (the one place numba's message is changed).
+
+    Wraps ``_ResolutionFailures.raise_error`` of ``numba.core`` (which types
+    this package's intrinsics) and of numba-cuda's own function types (a
+    device function's call): when one of the collected failures is an error
+    an intrinsic here raised, a :class:`ContractError` is raised instead,
+    its message the contract error, the call site, then numba's listing; a
+    :class:`ContractError` from a nested compile (an intrinsic in a device
+    function) passes through unchanged.  Other failures are left to numba.
+    """
+    from numba.core.types import functions as core_functions
+    from numba.cuda.types import cuda_functions
+
+    for cls in {core_functions._ResolutionFailures, cuda_functions._ResolutionFailures}:
+        if getattr(cls, "_asynccopy_lead", False):
+            continue
+        original = cls.raise_error
+
+        def raise_error(self, _original=original):
+            errs = [fail.error for fails in self._failures.values() for fail in fails]
+            if not any(isinstance(e, (errors.ForceLiteralArg, core_errors.ForceLiteralArg))
+                       for e in errs):  # numba re-raises those: literal retyping
+                for e in errs:
+                    if isinstance(e, ContractError):
+                        raise e
+                    if getattr(e, "asynccopy_lead", None) is not None:
+                        raise _lead(e, self.format)
+            return _original(self)
+
+        cls.raise_error = raise_error
+        cls._asynccopy_lead = True
+
+
+install_error_lead()  # importing any intrinsic module (so the package) installs it

@@ -1,7 +1,7 @@
 """Checked mode: run-time contract checks that trap with a message.
 
 Off by default.  Turn it on with the environment variable
-``NUMBA_ASYNCCOPY_CHECKED=1`` (read at import) or with :func:`set_checked`
+``NUMBA_ASYNCCOPY_CHECKED=1`` (read when first needed) or with :func:`set_checked`
 / the :func:`checked_mode` context manager *before* the kernels are compiled.
 The mode is read when a kernel is compiled and is part of the on-disk cache
 key; a kernel already compiled in this process keeps the mode it was compiled
@@ -20,14 +20,81 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
-from typing import Iterator
+from typing import Any, Iterator
 
-_state = {
-    "checked": os.environ.get("NUMBA_ASYNCCOPY_CHECKED", "0") not in ("", "0"),
-    # Bounded waits give up after this many nanoseconds (%globaltimer).
-    "timeout_ns": int(os.environ.get("NUMBA_ASYNCCOPY_WAIT_TIMEOUT_NS", 2_000_000_000)),
+import numpy as np
+
+#: Environment variables this module reads (when first needed, not at import).
+CHECKED_ENV = "NUMBA_ASYNCCOPY_CHECKED"
+TIMEOUT_ENV = "NUMBA_ASYNCCOPY_WAIT_TIMEOUT_NS"
+DEFAULT_TIMEOUT_NS = 2_000_000_000
+
+# ``None``: not read yet.  The environment is read on first use, so a bad
+# value is an error naming the variable where the mode is needed rather than
+# an import that dies.
+_state: dict[str, Any] = {
+    "checked": None,
+    "timeout_ns": None,  # bounded waits give up after this many nanoseconds (%globaltimer)
     "compiled": {False: 0, True: 0},
 }
+
+
+def _env_checked() -> bool:
+    """``NUMBA_ASYNCCOPY_CHECKED``: unset, empty or ``0`` is off, ``1`` is on."""
+    raw = os.environ.get(CHECKED_ENV, "")
+    value = raw.strip()
+    if value in ("", "0"):
+        return False
+    if value == "1":
+        return True
+    raise ValueError(f"environment variable {CHECKED_ENV}={raw!r} is not a switch: "
+                     "use 1 (checked mode on) or 0 (off)")
+
+
+def _env_timeout() -> int:
+    """``NUMBA_ASYNCCOPY_WAIT_TIMEOUT_NS``: a positive integer (nanoseconds)."""
+    raw = os.environ.get(TIMEOUT_ENV)
+    if raw is None or not raw.strip():
+        return DEFAULT_TIMEOUT_NS
+    value = raw.strip()
+    # decimal digits only: int() would also take '+5', '1_000' or ' 7 '
+    if not value.isascii() or not value.isdigit() or int(value) <= 0:
+        raise ValueError(f"environment variable {TIMEOUT_ENV}={raw!r} is not a positive "
+                         "integer number of nanoseconds (e.g. 2000000000 for 2 s)")
+    return int(value)
+
+
+def _checked_now() -> bool:
+    mode = _state["checked"]
+    if mode is None:
+        mode = _state["checked"] = _env_checked()
+    return mode
+
+
+def _timeout_now() -> int:
+    ns = _state["timeout_ns"]
+    if ns is None:
+        ns = _state["timeout_ns"] = _env_timeout()
+    return ns
+
+
+def _check_enabled(api: str, enabled: Any) -> bool:
+    # bool only: bool('no') is True, bool(0.0) is False; neither is a switch
+    if not isinstance(enabled, bool):
+        raise TypeError(f"{api}: `enabled` must be True or False, got {enabled!r} "
+                        f"({type(enabled).__name__})")
+    return enabled
+
+
+def _check_timeout(api: str, timeout_ns: Any) -> int | None:
+    if timeout_ns is None:
+        return None
+    if isinstance(timeout_ns, (bool, np.bool_)) or not isinstance(timeout_ns, (int, np.integer)):
+        raise TypeError(f"{api}: `timeout_ns` must be a positive int (nanoseconds) or None, "
+                        f"got {timeout_ns!r} ({type(timeout_ns).__name__})")
+    if timeout_ns <= 0:
+        raise ValueError(f"{api}: `timeout_ns` must be positive, got {timeout_ns}")
+    return int(timeout_ns)
 
 
 def is_checked() -> bool:
@@ -38,7 +105,7 @@ def is_checked() -> bool:
         if not ac.is_checked():
             ac.set_checked(True)
     """
-    return _state["checked"]
+    return _checked_now()
 
 
 def wait_timeout_ns() -> int:
@@ -48,23 +115,28 @@ def wait_timeout_ns() -> int:
 
         print(ac.wait_timeout_ns() / 1e9, "s")
     """
-    return _state["timeout_ns"]
+    return _timeout_now()
 
 
 def set_checked(enabled: bool, *, timeout_ns: int | None = None) -> None:
     """Switch checked mode for kernels compiled from now on.
+
+    ``enabled`` must be a bool and ``timeout_ns`` a positive int (or None
+    to keep the current timeout); anything else is a ``TypeError`` or
+    ``ValueError`` naming the argument.
 
     Example::
 
         import numba_asynccopy as ac
         ac.set_checked(True, timeout_ns=500_000_000)
     """
-    enabled = bool(enabled)
-    if timeout_ns is not None:
-        if int(timeout_ns) <= 0:
-            raise ValueError(f"timeout_ns must be positive, got {timeout_ns}")
-        _state["timeout_ns"] = int(timeout_ns)
-    if enabled != _state["checked"] and _state["compiled"][_state["checked"]]:
+    api = "ac.set_checked"
+    enabled = _check_enabled(api, enabled)
+    timeout = _check_timeout(api, timeout_ns)
+    if timeout is not None:
+        _state["timeout_ns"] = timeout
+    current = _state["checked"]  # None: not read yet, so nothing was compiled
+    if current is not None and enabled != current and _state["compiled"][current]:
         warnings.warn(
             "numba_asynccopy: checked mode switched after kernels were compiled; "
             "those kernels keep the mode they were compiled with "
@@ -78,19 +150,22 @@ def set_checked(enabled: bool, *, timeout_ns: int | None = None) -> None:
 def checked_mode(enabled: bool = True, *, timeout_ns: int | None = None) -> Iterator[None]:
     """Context manager form of :func:`set_checked`; restores the old mode.
 
+    Validates its arguments as :func:`set_checked` does, before switching.
+
     Example::
 
         with ac.checked_mode():
             kernel = cuda.jit(body)      # compiled at first launch, below
             kernel[1, 32](a, b)
     """
+    api = "ac.checked_mode"
+    enabled = _check_enabled(api, enabled)
+    timeout = _check_timeout(api, timeout_ns)
     old = (_state["checked"], _state["timeout_ns"])
-    if timeout_ns is not None and int(timeout_ns) <= 0:
-        raise ValueError(f"timeout_ns must be positive, got {timeout_ns}")
     # a scoped switch is the documented way to compile kernels in a mode: no warning
-    _state["checked"] = bool(enabled)
-    if timeout_ns is not None:
-        _state["timeout_ns"] = int(timeout_ns)
+    _state["checked"] = enabled
+    if timeout is not None:
+        _state["timeout_ns"] = timeout
     try:
         yield
     finally:
@@ -99,7 +174,7 @@ def checked_mode(enabled: bool = True, *, timeout_ns: int | None = None) -> Iter
 
 def _note_compiled() -> bool:
     """Called by lowering; returns the mode to generate code for."""
-    mode = _state["checked"]
+    mode = _checked_now()
     _state["compiled"][mode] += 1
     return mode
 
@@ -108,4 +183,4 @@ def cache_key() -> tuple:
     """The part of the compile cache key that this package owns."""
     from . import __version__
 
-    return ("numba_asynccopy", __version__, _state["checked"], _state["timeout_ns"])
+    return ("numba_asynccopy", __version__, _checked_now(), _timeout_now())

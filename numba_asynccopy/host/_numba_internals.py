@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 import sys
 import threading
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 from numba.cuda import compiler as _compiler
 from numba.cuda import dispatcher as _dispatcher
@@ -143,6 +143,28 @@ def kernel_set_attribute(cufunc: Any, name: str, value: int) -> None:
 
 def device_attribute(cufunc: Any, name: str) -> int:
     return int(getattr(cufunc.device, name))
+
+
+class LaunchLimits(NamedTuple):
+    """The device attributes a launch shape must fit."""
+    max_block: tuple[int, int, int]  # MAX_BLOCK_DIM_X/Y/Z
+    max_threads: int  # MAX_THREADS_PER_BLOCK
+    max_grid: tuple[int, int, int]  # MAX_GRID_DIM_X/Y/Z
+
+
+def device_launch_limits(cufunc: Any) -> LaunchLimits:
+    """Block and grid limits of the device ``cufunc`` is loaded on (numba's
+    ``Device`` reads each attribute from the driver once, then keeps it).
+
+    Example::
+
+        device_launch_limits(cufunc).max_threads   # 1024 on sm_90
+    """
+    return LaunchLimits(
+        tuple(device_attribute(cufunc, f"MAX_BLOCK_DIM_{a}") for a in "XYZ"),
+        device_attribute(cufunc, "MAX_THREADS_PER_BLOCK"),
+        tuple(device_attribute(cufunc, f"MAX_GRID_DIM_{a}") for a in "XYZ"),
+    )
 
 
 # --- the ordinary launch path -------------------------------------------------

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Sequence, Union
 
+import numpy as np
 
 from . import _numba_internals as _nb
 
@@ -45,19 +46,85 @@ class ClusterLaunchError(ValueError):
     """A launch configuration that the cluster rules forbid."""
 
 
-def dim3(value: Dim, name: str) -> tuple[int, int, int]:
-    """``value`` (an int or 1-3 ints) as an (x, y, z) triple of positive ints."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = (value,)
-    try:
-        if isinstance(value, (str, bytes)):
-            raise TypeError
+class LaunchTypeError(ClusterLaunchError, TypeError):
+    """A launch argument of the wrong type (say ``grid=2.5``); a
+    ``TypeError`` and, like every launch error, a :class:`ClusterLaunchError`."""
+
+
+def is_int(value: Any) -> bool:
+    """A Python or numpy integer; not a bool (``True`` is not a block count)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def dim3(value: Dim, name: str, what: str | None = None) -> tuple[int, int, int]:
+    """``value`` (an int or a tuple/list of 1-3 ints) as an (x, y, z) triple
+    of positive ints.  Nothing is converted: a float, bool or str is a
+    :class:`LaunchTypeError`, a zero or negative extent a
+    :class:`ClusterLaunchError`; ``what`` (the API) leads the message.
+
+    Example::
+
+        >>> dim3((4, 2), "grid")
+        (4, 2, 1)
+    """
+    prefix = f"{what}: " if what else ""
+    if is_int(value):
+        dims: tuple = (int(value),)
+    elif isinstance(value, (tuple, list)) and all(is_int(v) for v in value):
         dims = tuple(int(v) for v in value)
-    except (TypeError, ValueError):
-        raise ClusterLaunchError(f"`{name}` must be an int or a tuple of 1-3 ints, got {value!r}") from None
+    else:
+        raise LaunchTypeError(f"{prefix}`{name}` must be an int or a tuple of 1-3 ints, got {value!r}")
     if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
-        raise ClusterLaunchError(f"`{name}` must be 1-3 positive ints, got {value!r}")
+        raise ClusterLaunchError(f"{prefix}`{name}` must be 1-3 positive ints, got {value!r}")
     return dims + (1,) * (3 - len(dims))
+
+
+def check_shared_mem(shared_mem: Any, what: str) -> int:
+    """``shared_mem``: a non-negative int (bytes of dynamic shared memory)."""
+    if not is_int(shared_mem):
+        raise LaunchTypeError(f"{what}: `shared_mem` must be an int (bytes), got {shared_mem!r}")
+    if shared_mem < 0:
+        raise ClusterLaunchError(f"{what}: shared_mem must be >= 0, got {shared_mem}")
+    return int(shared_mem)
+
+
+def check_non_portable(non_portable: Any, what: str) -> bool:
+    # bool only: bool('no') is True
+    if not isinstance(non_portable, bool):
+        raise LaunchTypeError(f"{what}: `non_portable` must be True or False, got {non_portable!r}")
+    return non_portable
+
+
+def check_args(args: Any, what: str) -> tuple:
+    """The kernel's arguments: a tuple (or a list).  Anything else, say an
+    array or a dict, would otherwise be unpacked into arguments."""
+    if isinstance(args, tuple):
+        return args
+    if isinstance(args, list):
+        return tuple(args)
+    raise LaunchTypeError(f"{what}: `args` must be a tuple (or list) of the kernel's arguments, "
+                          f"got {type(args).__name__}")
+
+
+def check_device_limits(cufunc: Any, grid: tuple[int, int, int] | None,
+                        block: tuple[int, int, int], what: str) -> None:
+    """``grid`` (blocks; None: not launched) and ``block`` against the
+    device's limits, so that a launch the driver would refuse with a bare
+    CUDA_ERROR_INVALID_VALUE is an error naming the limit."""
+    lim = _nb.device_launch_limits(cufunc)
+    for axis, b, most in zip("xyz", block, lim.max_block):
+        if b > most:
+            raise ClusterLaunchError(f"{what}: `block` {block} has {b} threads on axis {axis}; the "
+                                     f"device's MAX_BLOCK_DIM_{axis.upper()} is {most}")
+    threads = block[0] * block[1] * block[2]
+    if threads > lim.max_threads:
+        raise ClusterLaunchError(f"{what}: `block` {block} has {threads} threads; the device's "
+                                 f"MAX_THREADS_PER_BLOCK is {lim.max_threads}")
+    if grid is not None:
+        for axis, g, most in zip("xyz", grid, lim.max_grid):
+            if g > most:
+                raise ClusterLaunchError(f"{what}: `grid` {grid} has {g} blocks on axis {axis}; the "
+                                         f"device's MAX_GRID_DIM_{axis.upper()} is {most}")
 
 
 def check_cluster_shape(cluster: tuple[int, int, int], non_portable: bool, what: str) -> None:
@@ -92,6 +159,8 @@ class _KernelState:
     max_dynamic_shared: int = 0
     #: LaunchConfig of each :func:`launch` shape (a ``_Claim``) checked on this kernel
     configs: dict = field(default_factory=dict)
+    #: (griddim, blockdim, sharedmem) of ordinary launches already checked
+    hook_shapes: set = field(default_factory=set)
 
 
 def _state(kernel: Any, cufunc: Any) -> _KernelState:
@@ -117,11 +186,22 @@ def declared_cluster_dims(cufunc: Any) -> tuple[int, int, int] | None:
 
 def _prepare(kernel: Any, griddim: Dim, blockdim: Dim, sharedmem: int,
              cluster: tuple[int, int, int] | None = None, non_portable: bool = False,
-             what: str = "launch", check_grid_dims: bool = True) -> tuple[Any, _KernelState, tuple | None]:
+             what: str = "launch", check_grid_dims: bool = True,
+             hook: bool = False) -> tuple[Any, _KernelState, tuple | None]:
     """Checks and kernel attributes every launch path needs; returns
-    (cufunc, state, the cluster shape the launch runs with)."""
+    (cufunc, state, the cluster shape the launch runs with).
+
+    ``hook``: an ordinary ``kernel[grid, block]`` launch (numba normalised
+    its dimensions).  Each of its shapes is checked once per kernel, and the
+    device limits only where this package adds checks (a declared cluster
+    shape, dynamic shared memory above the default limit); otherwise numba's
+    launch stays as numba made it."""
     cufunc = _nb.cufunc_of(kernel)
     st = _state(kernel, cufunc)
+    if hook:
+        key = (griddim, blockdim, sharedmem)
+        if key in st.hook_shapes:
+            return cufunc, st, st.declared
     shape = cluster
     if st.declared is not None:
         if cluster is not None and cluster != st.declared:
@@ -131,14 +211,22 @@ def _prepare(kernel: Any, griddim: Dim, blockdim: Dim, sharedmem: int,
             )
         shape = st.declared
         non_portable = True  # the kernel asked for its shape at compile time
+    dynamic = check_shared_mem(sharedmem, what)
+    if not hook or shape is not None or cufunc.attrs.shared + dynamic > DEFAULT_SHARED_LIMIT:
+        grid3 = dim3(griddim, "grid", what) if check_grid_dims else None
+        check_device_limits(cufunc, grid3, dim3(blockdim, "block", what), what)
     if shape is not None:
         check_cluster_shape(shape, non_portable, what)
         if check_grid_dims:
-            check_grid(dim3(griddim, "grid"), shape, what)
+            check_grid(dim3(griddim, "grid", what), shape, what)
         if shape[0] * shape[1] * shape[2] > PORTABLE_CLUSTER and not st.non_portable:
             _nb.kernel_set_attribute(cufunc, "NON_PORTABLE_CLUSTER_SIZE_ALLOWED", 1)
             st.non_portable = True
-    _raise_shared_limit(cufunc, st, int(sharedmem), what)
+    _raise_shared_limit(cufunc, st, dynamic, what)
+    if hook:
+        if len(st.hook_shapes) >= _CLAIMS_MAX:
+            st.hook_shapes.clear()
+        st.hook_shapes.add(key)
     return cufunc, st, shape
 
 
@@ -153,14 +241,15 @@ def _raise_shared_limit(cufunc: Any, st: _KernelState, dynamic: int, what: str) 
         raise ClusterLaunchError(
             f"{what}: {dynamic} bytes of dynamic shared memory plus the kernel's "
             f"{static} bytes of static shared memory exceed the device's "
-            f"per-block opt-in limit of {optin} bytes"
+            f"per-block opt-in limit of {optin} bytes (MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)"
         )
     _nb.kernel_set_attribute(cufunc, "MAX_DYNAMIC_SHARED_SIZE_BYTES", dynamic)
     st.max_dynamic_shared = dynamic
 
 
 def _launch_hook(kernel: Any, griddim: Dim, blockdim: Dim, sharedmem: int) -> None:
-    _prepare(kernel, griddim, blockdim, sharedmem, what=f"{kernel.entry_name}[grid, block]")
+    _prepare(kernel, griddim, blockdim, sharedmem, what=f"{kernel.entry_name}[grid, block]",
+             hook=True)
 
 
 def install() -> None:
@@ -188,26 +277,34 @@ _CLAIMS_MAX = 1024  # distinct launch shapes remembered (then forgotten all at o
 
 
 def _new_claim(grid: Dim, block: Dim, cluster: Dim | None, shared_mem: int,
-               non_portable: bool) -> _Claim:
-    grid3, block3 = dim3(grid, "grid"), dim3(block, "block")
-    cl = dim3(cluster, "cluster") if cluster is not None else None
-    non_portable = bool(non_portable)
+               non_portable: bool, what: str = _WHAT, launched: bool = True) -> _Claim:
+    """Validate the device-independent launch arguments (types, ranges, the
+    cluster rules); the device limits are checked at the kernel's first
+    launch of the shape (:func:`_prepare`).  ``launched``: False for a
+    shape that only queries occupancy (no grid to fit the cluster)."""
+    grid3, block3 = dim3(grid, "grid", what), dim3(block, "block", what)
+    cl = dim3(cluster, "cluster", what) if cluster is not None else None
+    non_portable = check_non_portable(non_portable, what)
     if cl is not None:
-        check_cluster_shape(cl, non_portable, _WHAT)
-        check_grid(grid3, cl, _WHAT)
-    shared_mem = int(shared_mem)
-    if shared_mem < 0:
-        raise ClusterLaunchError(f"{_WHAT}: shared_mem must be >= 0, got {shared_mem}")
+        check_cluster_shape(cl, non_portable, what)
+        if launched:
+            check_grid(grid3, cl, what)
+    shared_mem = check_shared_mem(shared_mem, what)
     return _Claim(grid3, block3, cl, shared_mem, non_portable)
 
 
 def _claim(grid: Dim, block: Dim, cluster: Dim | None, shared_mem: int,
            non_portable: bool) -> _Claim:
     """The validated shape of these :func:`launch` arguments, checked once
-    per distinct values.  The classes are part of the key: ``True == 1``
-    and ``4.0 == 4`` hash alike, but ``dim3`` rejects a bool or float."""
+    per distinct values.  The classes are part of the key, the elements'
+    too for tuples: ``True == 1`` and ``4.0 == 4`` hash alike, but ``dim3``
+    rejects a bool or float."""
     key = (grid, block, cluster, shared_mem, non_portable, grid.__class__, block.__class__,
-           cluster.__class__, shared_mem.__class__)
+           cluster.__class__, shared_mem.__class__, non_portable.__class__)
+    if tuple in key:  # the classes of a tuple's elements too (one C-level pass each)
+        key += (tuple(map(type, grid)) if grid.__class__ is tuple else None,
+                tuple(map(type, block)) if block.__class__ is tuple else None,
+                tuple(map(type, cluster)) if cluster.__class__ is tuple else None)
     try:
         return _CLAIMS[key]
     except KeyError:
@@ -243,6 +340,7 @@ def _first_launch(kernel: Any, cufunc: Any, st: _KernelState, claim: _Claim) -> 
             f"{_WHAT}: kernels compiled with debug=True or using grid sync are not "
             "supported; launch them with kernel[grid, block]"
         )
+    # the device limits are checked here, once per kernel, device and shape
     _, _, shape = _prepare(kernel, claim.grid, claim.block, claim.shared_mem, claim.cluster,
                            claim.non_portable, _WHAT)
     config = _launch_config(cufunc.device.id, claim.grid, claim.block, claim.shared_mem,
@@ -269,6 +367,17 @@ def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
       device's opt-in limit (227 KB on sm_90) minus the kernel's static
       shared memory; the kernel's limit is raised as needed.
     - ``stream``: a Numba stream or 0.
+    - ``non_portable``: True to allow clusters of 9-16 CTAs.
+
+    Nothing is converted: ``grid``, ``block`` and ``cluster`` are Python or
+    numpy ints (not bools, floats or strings) or tuples/lists of 1-3 of
+    them, ``shared_mem`` an int, ``non_portable`` a bool and ``args`` a
+    tuple or list; a wrong type is a :class:`LaunchTypeError` (a
+    ``TypeError`` and a :class:`ClusterLaunchError`).  The block, grid and
+    dynamic shared memory are checked against the device's limits
+    (``MAX_BLOCK_DIM_*``, ``MAX_THREADS_PER_BLOCK``, ``MAX_GRID_DIM_*``,
+    ``MAX_SHARED_MEMORY_PER_BLOCK_OPTIN``) at the kernel's first launch
+    of each shape; later launches of the shape skip every check.
 
     The kernel is picked (and compiled if needed) by Numba's own dispatch,
     as for ``kernel[grid, block, stream, shared_mem](*args)``, which also
@@ -292,7 +401,7 @@ def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
     """
     claim = _claim(grid, block, cluster, shared_mem, non_portable)
     if not isinstance(args, tuple):
-        args = tuple(args)
+        args = check_args(args, _WHAT)
     if _nb.SIMULATOR:
         return _simulator_launch(kernel, claim, args, stream)
     if _nb.is_cuda_dispatcher(kernel):
@@ -366,22 +475,28 @@ def max_active_clusters(kernel: Any, block: Dim, cluster: Dim | None = None, *,
 
     ``kernel`` is a ``@cuda.jit`` kernel: give ``args`` (values, as for a
     launch) unless it was compiled with an explicit signature.  ``cluster``
-    defaults to the kernel's declared :func:`cluster_dims`.
+    defaults to the kernel's declared :func:`cluster_dims`.  The arguments
+    follow :func:`launch`'s rules (ints, not floats or strings; a bool
+    ``non_portable``; the device's block limits), checked before anything
+    is compiled or queried.
 
     Example::
 
         n = ac.max_active_clusters(ring, block=128, cluster=(2, 1, 1),
                                    args=(out,), shared_mem=64 * 1024)
     """
-    from cuda.core import LaunchConfig
-
     what = "ac.max_active_clusters"
-    block3 = dim3(block, "block")
-    cl = dim3(cluster, "cluster") if cluster is not None else None
-    k = _nb.kernel_for_args(kernel, tuple(args))
-    cufunc, st, shape = _prepare(k, (1, 1, 1), block3, shared_mem, cl, non_portable, what,
-                                 check_grid_dims=False)
+    # the same argument rules as ac.launch, all before the kernel is compiled or queried
+    claim = _new_claim((1, 1, 1), block, cluster, shared_mem, non_portable, what,
+                       launched=False)
+    args = check_args(args, what)
+    k = _nb.kernel_for_args(kernel, args)
+    cufunc, st, shape = _prepare(k, (1, 1, 1), claim.block, claim.shared_mem, claim.cluster,
+                                 claim.non_portable, what, check_grid_dims=False)
     if shape is None:
         raise ClusterLaunchError(f"{what}: give `cluster` (the kernel declares no cluster_dims)")
-    config = LaunchConfig(grid=(1, 1, 1), cluster=shape, block=block3, shmem_size=int(shared_mem))
+    from cuda.core import LaunchConfig
+
+    config = LaunchConfig(grid=(1, 1, 1), cluster=shape, block=claim.block,
+                          shmem_size=claim.shared_mem)
     return int(cufunc.kernel.occupancy.max_active_clusters(config, stream=_nb.core_stream(stream)))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 import numpy as np
 
@@ -83,28 +83,85 @@ class TensorMapSpec:
         return words
 
 
-def _fail(field: str, rule: str) -> None:
+#: The most shared memory one block can have on sm_90/sm_100 (227 KB, the
+#: opt-in limit): a box must fit in it.  ``TensorMap`` uses the device's value.
+MAX_BOX_BYTES = 232448
+
+
+class TensorMapTypeError(TypeError, ValueError):
+    """A ``TensorMap`` argument of the wrong type (``swizzle=32.0``,
+    ``box=8``): a ``TypeError``, and a ``ValueError`` like every other
+    ``TensorMap`` validation error, so ``except ValueError`` catches all."""
+
+
+def _fail(field: str, rule: str) -> NoReturn:
     sep = "" if rule[:1] in ("=", "[") else " "
     raise ValueError(f"TensorMap: `{field}`{sep}{rule}")
 
 
+def _type_fail(field: str, expected: str, value: Any) -> NoReturn:
+    raise TensorMapTypeError(f"TensorMap: `{field}` must be {expected}, got {value!r} ({type(value).__name__})")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
 def _int_tuple(field: str, value: Any, rank: int) -> tuple[int, ...]:
-    try:
-        vals = tuple(value)
-    except TypeError:
-        _fail(field, f"must be a sequence of {rank} ints (one per array axis), got {value!r}")
+    # a tuple or list: a string, dict, set or array is not a per-axis description
+    if not isinstance(value, (tuple, list)):
+        raise TensorMapTypeError(f"TensorMap: `{field}` must be a sequence of {rank} ints (one per array "
+                        f"axis), got {value!r} ({type(value).__name__})")
+    vals = tuple(value)
     if len(vals) != rank:
         _fail(field, f"has {len(vals)} entries; the array has {rank} axes, one entry per axis")
     out = []
     for v in vals:
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            _fail(field, f"must hold ints, got {v!r}")
+        if not _is_int(v):
+            raise TensorMapTypeError(f"TensorMap: `{field}` must hold ints, got {v!r} ({type(v).__name__})")
         out.append(int(v))
     return tuple(out)
 
 
+def _option(field: str, value: Any, allowed: dict, rule: str) -> None:
+    """``swizzle``/``interleave``/``l2_promotion``: None or one of the ints
+    in ``allowed`` (``32.0 == 32``, ``True == 1``: the type is checked first)."""
+    if value is not None and not _is_int(value):
+        _type_fail(field, "None or an int (bytes)", value)
+    if value not in allowed:
+        _fail(field, f"={value!r} is not supported; {rule}")
+
+
+def _interface_fields(interface: Any) -> tuple[tuple[int, ...], str, int, tuple[int, ...] | None]:
+    """(shape, typestr, address, strides) of a ``__cuda_array_interface__``,
+    each of the documented type."""
+    if not isinstance(interface, dict) or "shape" not in interface or "data" not in interface:
+        raise TensorMapTypeError("TensorMap: `array` must expose __cuda_array_interface__ "
+                        "(a Numba device array, CuPy array or PyTorch CUDA tensor)")
+    what = "`array`'s __cuda_array_interface__"
+    shape, typestr, data = interface["shape"], interface.get("typestr"), interface["data"]
+    strides = interface.get("strides")
+    if not isinstance(shape, tuple) or not all(_is_int(n) for n in shape):
+        raise TensorMapTypeError(f"TensorMap: {what} has shape {shape!r}; it must be a tuple of ints")
+    if not isinstance(typestr, str):
+        raise TensorMapTypeError(f"TensorMap: {what} has typestr {typestr!r}; it must be a str")
+    if not isinstance(data, tuple) or len(data) != 2 or not _is_int(data[0]):
+        raise TensorMapTypeError(f"TensorMap: {what} has data {data!r}; it must be (address, read_only)")
+    if strides is not None and (not isinstance(strides, tuple) or len(strides) != len(shape)
+                                or not all(_is_int(s) for s in strides)):
+        raise TensorMapTypeError(f"TensorMap: {what} has strides {strides!r}; they must be None or a "
+                        "tuple of ints, one per axis")
+    return (tuple(int(n) for n in shape), typestr, int(data[0]),
+            None if strides is None else tuple(int(s) for s in strides))
+
+
 def _dtype_name(typestr: str, override: str | None) -> tuple[str, int]:
-    dt = np.dtype(typestr)
+    if override is not None and not isinstance(override, str):
+        _type_fail("dtype", "None or 'bfloat16'", override)
+    try:
+        dt = np.dtype(typestr)
+    except TypeError:
+        _fail("array", f"has typestr {typestr!r}, which is not a numpy type string")
     if override is not None:
         if override != "bfloat16":
             _fail("dtype", f"={override!r} is not supported; only 'bfloat16' (for 16-bit "
@@ -124,30 +181,37 @@ def _dtype_name(typestr: str, override: str | None) -> tuple[str, int]:
 def describe(interface: dict, box: Sequence[int], *, swizzle: int | None = None,
              interleave: int | None = None, l2_promotion: int | None = None,
              oob_fill: str = "zero", element_strides: Sequence[int] | None = None,
-             dtype: str | None = None) -> TensorMapSpec:
+             dtype: str | None = None, max_box_bytes: int = MAX_BOX_BYTES) -> TensorMapSpec:
     """Validate a ``__cuda_array_interface__`` dict and the tiling options.
 
-    Pure Python (no GPU needed): every rule of ``cuTensorMapEncodeTiled``,
-    each failure a ``ValueError`` naming the field and the rule.
+    Pure Python (no GPU needed): every rule of ``cuTensorMapEncodeTiled``
+    and this package's own (last axis contiguous, a supported dtype, the
+    box fits ``max_box_bytes`` of shared memory).  A value of the wrong
+    type (``swizzle=32.0``, ``box=(8, 4.0)``, ``oob_fill=0``) is a
+    :class:`TensorMapTypeError` (a ``TypeError`` and a ``ValueError``), a
+    rule broken a ``ValueError``; both name the argument and the rule, and
+    nothing else is raised.
+
+    Example::
+
+        >>> spec = describe({"shape": (64, 64), "typestr": "<f4", "data": (1 << 20, False),
+        ...                  "strides": None, "version": 3}, (8, 32), swizzle=128)
+        >>> spec.box_dim, spec.smem_alignment
+        ((32, 8), 1024)
     """
-    if not isinstance(interface, dict) or "shape" not in interface or "data" not in interface:
-        raise TypeError("TensorMap: `array` must expose __cuda_array_interface__ "
-                        "(a Numba device array, CuPy array or PyTorch CUDA tensor)")
+    shape, typestr, address, strides = _interface_fields(interface)
     if interface.get("mask") is not None:
         _fail("array", "has a mask; TMA cannot skip masked elements")
-    shape = tuple(int(s) for s in interface["shape"])
     rank = len(shape)
     if not 1 <= rank <= 5:
         _fail("array", f"has {rank} axes; a tensor map describes 1 to 5")
-    name, isz = _dtype_name(interface["typestr"], dtype)
-    address = int(interface["data"][0])
+    name, isz = _dtype_name(typestr, dtype)
 
-    if interleave not in INTERLEAVE_CODES:
-        _fail("interleave", f"={interleave!r} is not supported; use None, 16 or 32 (bytes)")
-    if swizzle not in SWIZZLE_CODES:
-        _fail("swizzle", f"={swizzle!r} is not supported; use None, 32, 64 or 128 (bytes)")
-    if l2_promotion not in L2_CODES:
-        _fail("l2_promotion", f"={l2_promotion!r} is not supported; use None, 64, 128 or 256 (bytes)")
+    _option("interleave", interleave, INTERLEAVE_CODES, "use None, 16 or 32 (bytes)")
+    _option("swizzle", swizzle, SWIZZLE_CODES, "use None, 32, 64 or 128 (bytes)")
+    _option("l2_promotion", l2_promotion, L2_CODES, "use None, 64, 128 or 256 (bytes)")
+    if not isinstance(oob_fill, str):
+        _type_fail("oob_fill", "'zero' or 'nan'", oob_fill)
     if oob_fill not in OOB_CODES:
         _fail("oob_fill", f"={oob_fill!r} is not supported; use 'zero' or 'nan'")
     if oob_fill == "nan" and DTYPE_CODES[name] not in FLOAT_CODES:
@@ -164,12 +228,11 @@ def describe(interface: dict, box: Sequence[int], *, swizzle: int | None = None,
         if not 1 <= n <= 1 << 32:
             _fail("array", f"axis {axis} has extent {n}; each extent must be in 1..2**32")
 
-    strides = interface.get("strides")
     if strides is None:  # C-contiguous
-        strides = [isz] * rank
+        c_strides = [isz] * rank
         for i in range(rank - 2, -1, -1):
-            strides[i] = strides[i + 1] * shape[i + 1]
-    strides = tuple(int(s) for s in strides)
+            c_strides[i] = c_strides[i + 1] * shape[i + 1]
+        strides = tuple(c_strides)
     if strides[-1] != isz and shape[-1] > 1:
         _fail("array", f"last axis has stride {strides[-1]} bytes; TMA needs it contiguous "
               f"(stride = itemsize {isz})")
@@ -203,8 +266,18 @@ def describe(interface: dict, box: Sequence[int], *, swizzle: int | None = None,
         _fail("element_strides", f"[-1]={es[-1]}: TMA ignores the innermost element stride "
               "without interleave, so it must be 1")
 
+    if interleave is not None and rank == 3:
+        # the driver refuses an interleaved rank-3 map although its documentation
+        # says rank >= 3; NVIDIA's own host-side TMA helper requires rank 4 or 5 too
+        _fail("interleave", f"={interleave} needs a tensor of rank 4 or 5; this one has rank 3")
     counts = [math.ceil(b / e) for b, e in zip(box_t, es)]
     box_bytes = math.prod(counts) * isz
+    span = math.prod(box_t) * isz
+    if span > max_box_bytes:
+        # the whole box, element strides or not (as NVIDIA's own host-side TMA
+        # helper checks it), must fit in one block's shared memory
+        _fail("box", f"={box_t} spans {span} bytes, more than the {max_box_bytes} bytes of "
+              "shared memory a block can have")
     smem_alignment = 128 if swizzle is None else 8 * swizzle  # the swizzle pattern's repeat
 
     return TensorMapSpec(
@@ -229,7 +302,9 @@ def driver_args(spec: TensorMapSpec) -> tuple:
         spec.rank,
         spec.address,
         [u64(d) for d in spec.global_dim],
-        [u64(s) for s in spec.global_strides],
+        # rank 1 has no strides, but an empty list becomes a NULL pointer: pass one
+        # unused entry (the driver reads rank - 1 of them)
+        [u64(s) for s in spec.global_strides] or [u64(0)],
         [u32(b) for b in spec.box_dim],
         [u32(e) for e in spec.element_strides_dim],
         driver.CUtensorMapInterleave(INTERLEAVE_CODES[spec.interleave]),
@@ -245,7 +320,9 @@ def encode(spec: TensorMapSpec) -> list[int]:
 
     err, tmap = driver.cuTensorMapEncodeTiled(*driver_args(spec))
     if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"TensorMap: cuTensorMapEncodeTiled failed with {err!r} for {spec}")
+        # describe() passed it: a rule of the driver this package does not know
+        raise RuntimeError(f"TensorMap: cuTensorMapEncodeTiled refused a description that passed "
+                           f"this package's validation, with {err!r}, for {spec}")
     words = [int(w) for w in tmap.opaque]
     if len(words) != MAP_WORDS:
         raise RuntimeError(f"TensorMap: expected a {MAP_WORDS}-word map, got {len(words)} words")
@@ -263,16 +340,22 @@ class TensorMap:
       contiguous, 16-byte aligned data, other strides multiples of 16 bytes.
     - ``box``: the tile one copy moves, in the array's axis order; each
       extent 1..256, the last one spanning a multiple of 16 bytes (and at
-      most the swizzle span when swizzled).
+      most the swizzle span when swizzled); one box must fit in a block's
+      shared memory (227 KB on sm_90).
     - ``swizzle``: None, 32, 64 or 128 (bytes): shared-memory layout where
       16-byte unit ``u`` of byte offset ``o`` is stored at unit
       ``u ^ ((o >> 7) & (swizzle // 16 - 1))`` (the pattern repeats every
       ``8 * swizzle`` bytes).
-    - ``interleave`` (None, 16, 32), ``l2_promotion`` (None, 64, 128, 256
-      bytes), ``oob_fill`` ("zero", or "nan" for float tensors: out-of-bounds
+    - ``interleave`` (None, 16, 32; rank 4 or 5), ``l2_promotion`` (None,
+      64, 128, 256 bytes), ``oob_fill`` ("zero", or "nan" for float tensors: out-of-bounds
       elements of a box read as zero / NaN), ``element_strides`` (1..8 per
       axis, the last one 1), ``dtype="bfloat16"`` to describe 16-bit integer
       storage as bfloat16.
+
+    Every argument is type-checked without conversion (``swizzle=32.0`` or
+    ``box=(8, 4.0)`` is a :class:`TensorMapTypeError`) and every rule of
+    ``cuTensorMapEncodeTiled`` is checked before the driver is called, each
+    a ``ValueError`` naming the argument and the rule.
 
     Shared-memory tiles for this map must be ``tmap.smem_alignment``-byte
     aligned (128; 256/512/1024 for 32/64/128-byte swizzle): allocate them
@@ -319,7 +402,12 @@ class TensorMap:
         self.array = array  # keeps the tensor alive as long as the map
         from numba import cuda
 
-        cuda.current_context()  # the driver call needs an initialised context
+        ctx = cuda.current_context()  # the driver call needs an initialised context
+        most = int(ctx.device.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        span = math.prod(self.spec.box) * self.spec.itemsize
+        if span > most:  # a device with less shared memory than sm_90
+            _fail("box", f"={self.spec.box} spans {span} bytes, more than the {most} bytes of "
+                  "shared memory a block can have on this device")
         words = encode(self.spec) + self.spec.metadata()
         self.device = cuda.to_device(np.array(words, dtype=np.uint64))
 

@@ -12,6 +12,9 @@ import numba_asynccopy as ac
 
 PINNED = {
     'ClusterLaunchError': 'class',
+    'ContractError': 'class',
+    'LaunchTypeError': 'class',
+    'TensorMapTypeError': 'class',
     'FORMS': 'dict',
     'TensorMap': 'class',
     'bulk_commit_group': '()',

@@ -54,6 +54,9 @@ def test_cluster_launch_error_is_a_value_error():
 class FakeDevice:
     id = 0
     MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 232448  # sm_90: 227 KB
+    MAX_BLOCK_DIM_X = MAX_BLOCK_DIM_Y = MAX_THREADS_PER_BLOCK = 1024  # sm_90's launch limits
+    MAX_BLOCK_DIM_Z = 64
+    MAX_GRID_DIM_X, MAX_GRID_DIM_Y, MAX_GRID_DIM_Z = 2**31 - 1, 65535, 65535
 
 
 def fake_kernel(static_shared=0, declared=(0, 0, 0)):

@@ -34,6 +34,9 @@ class FakeDevice:
     id = 0
     compute_capability = (9, 0)
     MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = OPTIN
+    MAX_BLOCK_DIM_X = MAX_BLOCK_DIM_Y = MAX_THREADS_PER_BLOCK = 1024  # sm_90's launch limits
+    MAX_BLOCK_DIM_Z = 64
+    MAX_GRID_DIM_X, MAX_GRID_DIM_Y, MAX_GRID_DIM_Z = 2**31 - 1, 65535, 65535
 
 
 class FakeContext:

@@ -149,7 +149,7 @@ def test_valid_edge_cases():
     tm.describe(cai((16, 1), strides=(16, 64)), (16, 4))
     tm.describe(cai((256, 256), np.uint8), (256, 256))
     tm.describe(cai((64, 64), np.float16), (8, 64), swizzle=128)
-    tm.describe(cai((4, 8, 16), np.float16), (1, 2, 16), interleave=16)
+    tm.describe(cai((2, 4, 8, 16), np.float16), (1, 1, 2, 16), interleave=16)  # interleaved: rank 4 or 5
     tm.describe(cai((64, 64)), (8, 4), oob_fill="nan", l2_promotion=256)
 
 
