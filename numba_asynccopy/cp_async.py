@@ -272,19 +272,67 @@ def commit_group(typingctx):
 def wait_group(typingctx, n):
     """Wait until at most ``n`` of this thread's newest groups are pending.
 
-    PTX: ``cp.async.wait_group N;`` (sm_80).  ``n`` is a compile-time constant.
+    PTX: ``cp.async.wait_group N;`` (sm_80), whose ``N`` is an immediate.
+    A constant ``n`` (0..2**31-1) emits that one instruction.  A run-time
+    integer ``n`` (say ``stages - 2`` of a pipeline built for several depths)
+    lowers to a switch over ``cp.async.wait_group 0`` .. ``7``: a depth of 7
+    or more waits as for 7 (never fewer groups landed than asked).  A
+    negative run-time ``n`` traps in checked mode and otherwise waits for
+    every group (``0``).
 
     Example::
 
         ac.commit_group()        # group of stage s
         ac.wait_group(1)         # all but the newest group have landed
+        ac.wait_group(stages - 2)  # a run-time depth
     """
+    api = "wait_group"
     f = form("cp.async.wait_group")
-    count = literal_value(n, "wait_group", "n")
-    if count < 0:
-        raise TypingError(f"wait_group: {_rules.wait_count_negative(count=count)}")
+    if isinstance(n, (types.IntegerLiteral, types.Omitted)):
+        count = literal_value(n, api, "n")
+        if count < 0:
+            raise TypingError(f"{api}: {_rules.wait_count_negative(count=count)}")
+        if count > WAIT_GROUP_MAX:
+            raise TypingError(f"{api}: {_rules.outside_range(name='n', value=count, lo=0, hi='2**31-1')}")
+        return types.void(n), statement(f"{f.opcode} {count};")
+    check_runtime_scalar(n, api, "n", (types.Integer,))
 
-    return types.void(n), statement(f"{f.opcode} {count};")
+    def codegen(context, builder, sig, args):
+        _lower_wait_depth(context, builder, sig.args[0], args[0], f.opcode)
+        return context.get_dummy_value()
+
+    return types.void(n), codegen
+
+
+WAIT_GROUP_MAX = (1 << 31) - 1
+# a run-time depth: the immediates 0..RUNTIME_WAIT_DEPTHS-1, deeper waits as the last
+RUNTIME_WAIT_DEPTHS = 8
+
+
+def _lower_wait_depth(context, builder, ty, value, opcode: str) -> None:
+    """``switch (clamp(n, 0, 7))`` with one ``cp.async.wait_group k`` per case;
+    the comparisons are on the full-width value (no truncation first)."""
+    wide = ir.IntType(ty.bitwidth)
+    zero, top = ir.Constant(wide, 0), ir.Constant(wide, RUNTIME_WAIT_DEPTHS - 1)
+    neg = builder.icmp_signed("<", value, zero) if ty.signed else ir.Constant(ir.IntType(1), 0)
+    if ty.signed and _checked._note_compiled():
+        trap_if(context, builder, neg, "wait_group",
+                _rules.wait_count_negative(count="%lld"), [builder.sext(value, I64)])
+    big = (builder.icmp_signed if ty.signed else builder.icmp_unsigned)(">", value, top)
+    depth = builder.select(neg, zero, builder.select(big, top, value))
+    depth = builder.trunc(depth, I32) if ty.bitwidth > 32 else builder.zext(depth, I32) \
+        if ty.bitwidth < 32 else depth
+    fn = builder.function
+    done = fn.append_basic_block("wait_group.done")
+    cases = [fn.append_basic_block(f"wait_group.{k}") for k in range(RUNTIME_WAIT_DEPTHS)]
+    switch = builder.switch(depth, cases[-1])
+    for k, block in enumerate(cases):
+        if k < RUNTIME_WAIT_DEPTHS - 1:
+            switch.add_case(ir.Constant(I32, k), block)
+        builder.position_at_end(block)
+        asm(builder, f"{opcode} {k};", "")
+        builder.branch(done)
+    builder.position_at_end(done)
 
 
 @intrinsic

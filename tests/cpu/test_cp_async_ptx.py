@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from numba import types
+from numba import cuda, types
+
+import numba_asynccopy as ac
 
 from numba_asynccopy import toolchain
 
@@ -217,3 +219,48 @@ def test_bit_copy_between_dtypes():
     ptx = ptx_of(kernel_from_source(src), (types.uint8[:, ::1],), cc=(8, 0))
     assert len(instructions(ptx, r"cp\.async\.cg\.")) == 1
     assert instructions(ptx, r"cvt\.\w*f(16|32)") == []  # no value conversion
+
+
+@pytest.mark.parametrize("nty", [types.int32, types.int64, types.uint32, types.uint8])
+def test_wait_group_takes_a_run_time_depth(nty):
+    """A run-time depth lowers to a switch over the immediates 0..7 (one
+    wait per path, no loop), compares on the full-width value, and ptxas
+    assembles it; checked mode adds the negative-depth trap for signed n."""
+    from numba_asynccopy import toolchain
+
+    def k(A, n):
+        tid = cuda.threadIdx.x
+        sh = cuda.shared.array((32, 4), np.float32, alignment=16)
+        ac.cp_async(sh[tid, :], A[tid, :], 16)
+        ac.commit_group()
+        ac.wait_group(n)
+        A[tid, 0] = sh[tid, 1]
+
+    sig = (types.float32[:, ::1], nty)
+    ptx = ptx_of(k, sig, cc=(8, 0))
+    waits = instructions(ptx, r"cp\.async\.wait_group")
+    assert sorted(waits) == [f"cp.async.wait_group {i}" for i in range(8)], waits
+    with ac.checked_mode(True):
+        checked = ptx_of(k, sig, cc=(8, 0))
+    from .test_cluster_ptx import ptx_strings
+
+    assert ("wait_group: `n` must be >= 0, got %lld" in ptx_strings(checked)) == nty.signed
+    try:
+        cubin, _ = toolchain.assemble(ptx)
+    except toolchain.ToolMissing as e:
+        pytest.skip(str(e))
+    sass = toolchain.sass_opcodes(toolchain.disassemble(cubin))
+    assert sum(op.startswith("DEPBAR") for op in sass) == 8, sass
+
+
+@pytest.mark.parametrize("n,message", [
+    (-1, "wait_group: `n` must be >= 0, got -1"),
+    (2**31, "wait_group: `n`=2147483648 is outside 0..2**31-1"),
+    (2**40, "wait_group: `n`=1099511627776 is outside 0..2**31-1"),
+])
+def test_wait_group_constant_out_of_range(n, message):
+    def k(A):
+        ac.wait_group(n)
+
+    with pytest.raises(Exception, match=re.escape(message)):
+        ptx_of(k, (types.float32[:, ::1],), cc=(8, 0))

@@ -244,3 +244,33 @@ print("OK", "trap" in k.inspect_asm(sig))
 """
     proc = run_python(code)
     assert proc.stdout.strip().endswith("OK False"), proc.stdout + proc.stderr
+
+
+def _ring_with_run_time_depth(A, out, stages):
+    """A cp.async ring whose stage count (and so wait depth) is a run-time
+    value: each tile is read after wait_group(stages - 1 - ahead)."""
+    tid = cuda.threadIdx.x
+    sh = cuda.shared.array((8, 32, 4), np.float32, alignment=16)
+    ntiles = A.shape[0]
+    for t in range(min(stages - 1, ntiles)):            # prologue
+        ac.cp_async(sh[t % stages, tid, :], A[t, tid, :], 16)
+        ac.commit_group()
+    for t in range(ntiles):
+        nxt = t + stages - 1
+        if nxt < ntiles:
+            ac.cp_async(sh[nxt % stages, tid, :], A[nxt, tid, :], 16)
+        ac.commit_group()                                # one group per step, maybe empty
+        ac.wait_group(stages - 1)                        # run-time depth: tile t has landed
+        for j in range(4):
+            out[t, tid, j] = sh[t % stages, tid, j] * 2.0  # own row: no barrier needed
+
+
+@pytest.mark.parametrize("stages", [1, 2, 3, 5, 8])
+@pytest.mark.parametrize("checked", [False, True])
+def test_wait_group_with_a_run_time_depth(stages, checked):
+    A = rng.standard_normal((11, 32, 4)).astype(np.float32)
+    with ac.checked_mode(checked):
+        k = cuda.jit(_ring_with_run_time_depth)
+    out = cuda.to_device(poisoned(A))
+    k[1, 32](cuda.to_device(A), out, stages)
+    np.testing.assert_array_equal(out.copy_to_host(), A * 2.0)
