@@ -70,6 +70,7 @@ from .tensor import (
     fence_proxy_tensormap,
     prefetch_tensormap,
 )
+from .vector import chunk_view, load2, load4, load_vec, store2, store4, store_vec, view4
 
 
 __all__ = [
@@ -140,6 +141,14 @@ __all__ = [
     "wait_all",
     "wait_group",
     "wait_timeout_ns",
+    "chunk_view",
+    "load2",
+    "load4",
+    "load_vec",
+    "store2",
+    "store4",
+    "store_vec",
+    "view4",
     "sim",
 ]
 
