@@ -72,9 +72,9 @@ UNSUPPORTED_FAMILIES = {
 
 
 def _family_modules():
-    from . import bulk, cp_async, fence, mbarrier, tensor
+    from . import bulk, cp_async, fence, mbarrier, tensor, vector
 
-    return (cp_async, fence, mbarrier, bulk, tensor)
+    return (cp_async, fence, mbarrier, bulk, tensor, vector)
 
 
 def _host_classes() -> dict:
