@@ -226,8 +226,9 @@ VIOLATIONS = {
                      "load4: `idx`[0]=-100 is outside axis 0 of `arr` (length 64)"),
     "strided": ("v = ac.load2(A[:, ::2], (t, 0))",
                 "load2: the last axis of `arr` is not contiguous (stride 8 bytes, itemsize 4)"),
-    "chunk_view_misaligned": ("ac.cp_async(ac.chunk_view(sh, (t, 0), 4), ac.chunk_view(A, (t, 2), 4), 16)",
-                              "chunk_view: the 16 bytes at `arr[idx]` (0x"),
+    "chunk_view_misaligned": (
+        "ac.cp_async(ac.chunk_view(sh, (t, 0), 4), ac.chunk_view(A, (t, 2), 4), 16)",
+        "chunk_view: the 16 bytes at `arr[idx]` (0x"),
 }
 
 
