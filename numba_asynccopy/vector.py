@@ -56,8 +56,8 @@ CHUNK_VIEW_SMALL_BYTES = (4, 8)
 
 
 def _check_array(api: str, arr, sizes: tuple[int, ...] | None, want: str) -> None:
-    """``arr`` is an array of a numeric dtype with ``sizes`` bytes per element
-    (None: any) whose last axis can be contiguous."""
+    """``arr`` is an array whose last axis can be contiguous, of an integer or
+    float dtype of ``sizes`` bytes (None: of any dtype)."""
     ok = isinstance(arr, types.Array) and arr.ndim >= 1
     if ok and sizes is not None:
         ok = isinstance(arr.dtype, (types.Integer, types.Float)) and itemsize(arr.dtype) in sizes
@@ -87,7 +87,7 @@ def _check_count(api: str, arr, n) -> int:
 
 
 def _check_values(api: str, values, count: int | None) -> int:
-    """``values``: a tuple of ``count`` numbers (any count of 2..16 if None)."""
+    """``values``: a tuple of ``count`` numbers (None: of any length)."""
     ok = (isinstance(values, types.BaseTuple)
           and all(isinstance(t, (types.Number, types.Boolean)) for t in values.types))
     if ok and count is not None:
@@ -96,6 +96,11 @@ def _check_values(api: str, values, count: int | None) -> int:
         what = f"{count} numbers" if count is not None else "numbers"
         raise TypingError(f"{api}: `values` must be a tuple of {what}, got {values}")
     return len(values.types)
+
+
+def _check_writable(api: str, arr) -> None:
+    if not arr.mutable:
+        raise TypingError(f"{api}: `arr` is read-only, got {arr}")
 
 
 def _check_store_count(api: str, arr, count: int) -> None:
@@ -299,6 +304,7 @@ def store_vec(typingctx, arr, idx, values):
     """
     api = "store_vec"
     _check_array(api, arr, VECTOR_ITEMSIZES, _VEC_DTYPES)
+    _check_writable(api, arr)
     _check_index(api, arr, idx)
     count = _check_values(api, values, None)
     _check_store_count(api, arr, count)
@@ -337,6 +343,7 @@ def store4(typingctx, arr, idx, values):
     """
     api = "store4"
     _check_array(api, arr, (4,), _FOUR_BYTE)
+    _check_writable(api, arr)
     _check_index(api, arr, idx)
     _check_values(api, values, 4)
     return types.void(arr, idx, values), _store(api, 4)
@@ -374,6 +381,7 @@ def store2(typingctx, arr, idx, values):
     """
     api = "store2"
     _check_array(api, arr, (4,), _FOUR_BYTE)
+    _check_writable(api, arr)
     _check_index(api, arr, idx)
     _check_values(api, values, 2)
     return types.void(arr, idx, values), _store(api, 2)

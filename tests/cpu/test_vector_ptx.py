@@ -202,6 +202,8 @@ ERRORS = [
      "store4: `arr` is Fortran-ordered; its last axis is not contiguous"),
     ("ac.store4(a, 0, (1.0, 2.0))", "float32[::1]",
      "store4: `values` must be a tuple of 4 numbers"),
+    ("ac.store_vec(a, 0, (1.0, 2.0))", "Array(types.float32, 1, 'C', readonly=True)",
+     "store_vec: `arr` is read-only"),
     ("ac.store2(a, 0, 1.0)", "float32[::1]",
      "store2: `values` must be a tuple of 2 numbers"),
     ("ac.store_vec(a, 0, (1.0, 2.0, 3.0))", "float32[::1]",
