@@ -9,16 +9,17 @@ __version__ = "0.1.0"
 import importlib as _importlib
 
 from . import checked as _checked
+from ._compat import ContractError
 from ._compat import patch_cache_key as _patch_cache_key
 from ._forms import FORMS, feature_table
 from ._forms import family_of as _family_of
 from ._forms import public_apis as _public_apis
 from .checked import checked_mode, is_checked, set_checked, wait_timeout_ns
 from .host import launch as _host_launch
-from ._compat import ContractError
 from .host.launch import ClusterLaunchError, LaunchTypeError, launch, max_active_clusters
 from .host.tensor_map import TensorMap, TensorMapTypeError
 from .report import inspect
+from .vector import chunk_view, load2, load4, load_vec, store2, store4, store_vec, view4
 
 # Every public device function is bound from the family module its registry
 # row names: a new form is a row and a function, with no import to add here.
@@ -45,7 +46,9 @@ _HOST_API = [
     "sim",
     "wait_timeout_ns",
 ]
-__all__ = [*_public_apis(), *_HOST_API]
+# device helpers that emit no PTX form of their own (NVVM's vector accesses)
+_VECTOR_API = ["chunk_view", "load2", "load4", "load_vec", "store2", "store4", "store_vec", "view4"]
+__all__ = [*_public_apis(), *_VECTOR_API, *_HOST_API]
 
 from . import sim
 

@@ -22,7 +22,7 @@ from numba import cuda, types
 
 import numba_asynccopy as ac
 
-from ..examples._vec import load4, store4
+from .. import load4, store4
 from ..examples.exchange import BLOCK, TILE, TILE_BYTES, VECS
 
 #: mbarriers the copies are spread over; ``rounds`` must be a multiple

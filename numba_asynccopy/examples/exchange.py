@@ -43,8 +43,7 @@ import numpy as np
 from numba import cuda, types
 
 import numba_asynccopy as ac
-
-from ._vec import load4, store4
+from numba_asynccopy import load4, store4
 
 TILE = 4096                  # float32 per tile
 TILE_BYTES = TILE * 4        # 16 KB, one bulk copy

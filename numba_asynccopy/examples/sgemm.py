@@ -41,8 +41,7 @@ import numpy as np
 from numba import cuda, types
 
 import numba_asynccopy as ac
-
-from ._vec import load4, store4
+from numba_asynccopy import load4, store4
 
 BM = 128
 BN = 128

@@ -38,9 +38,9 @@ import numpy as np
 from numba import cuda, types
 
 import numba_asynccopy as ac
+from numba_asynccopy import load4, store4, view4
 
 from ._tiles import block_tiles
-from ._vec import load4, store4, view4
 
 #: static shared memory a block may declare without an opt-in
 STATIC_SMEM_LIMIT = 48 * 1024

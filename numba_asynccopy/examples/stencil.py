@@ -31,8 +31,7 @@ import numpy as np
 from numba import cuda, types
 
 import numba_asynccopy as ac
-
-from ._vec import load4, store4, view4
+from numba_asynccopy import load4, store4, view4
 
 TY = 32           # tile rows
 TX = 128          # tile columns

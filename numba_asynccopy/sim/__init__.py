@@ -73,9 +73,9 @@ UNSUPPORTED_FAMILIES["cluster_copy"] = UNSUPPORTED_FAMILIES["cluster"]
 
 
 def _family_modules():
-    from . import bulk, cp_async, fence, mbarrier, tensor
+    from . import bulk, cp_async, fence, mbarrier, tensor, vector
 
-    return (cp_async, fence, mbarrier, bulk, tensor)
+    return (cp_async, fence, mbarrier, bulk, tensor, vector)
 
 
 def _family(name: str, dev) -> str:

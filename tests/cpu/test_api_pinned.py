@@ -11,6 +11,14 @@ from numba.cuda.extending import _Intrinsic
 import numba_asynccopy as ac
 
 PINNED = {
+    'chunk_view': '(arr, idx, n)',
+    'load2': '(arr, idx)',
+    'load4': '(arr, idx)',
+    'load_vec': '(arr, idx, n)',
+    'store2': '(arr, idx, values)',
+    'store4': '(arr, idx, values)',
+    'store_vec': '(arr, idx, values)',
+    'view4': '(arr, idx)',
     'ClusterLaunchError': 'class',
     'ContractError': 'class',
     'LaunchTypeError': 'class',

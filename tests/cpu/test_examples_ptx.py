@@ -17,7 +17,7 @@ from numba_asynccopy.examples import exchange as ex
 from numba_asynccopy.examples import sgemm as sg
 from numba_asynccopy.examples import staged_copy as sc
 from numba_asynccopy.examples import stencil as st
-from numba_asynccopy.examples._vec import load4, store4, view4
+from numba_asynccopy import load4, store4, view4
 
 from .helpers import instructions
 
