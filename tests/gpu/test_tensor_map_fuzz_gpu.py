@@ -242,6 +242,15 @@ def driver_says(spec: Spec, base: int) -> str | None:
 
     u64, u32 = driver.cuuint64_t, driver.cuuint32_t
     code = tm.DTYPE_CODES[spec.dtype]
+    try:
+        return _encode(driver, u64, u32, code, spec, base)
+    except (ValueError, OverflowError) as e:
+        # the binding refuses what the C API cannot take (more than 5 dims,
+        # values past the field widths) before the driver sees it
+        return f"binding refused: {e}"
+
+
+def _encode(driver, u64, u32, code, spec: Spec, base: int) -> str | None:
     err, _ = driver.cuTensorMapEncodeTiled(
         driver.CUtensorMapDataType(code), spec.rank, base + spec.offset,
         [u64(d) for d in spec.global_dim],
