@@ -206,29 +206,23 @@ def test_make_maps_rejects_mismatched_tensors():
 # --- the CUDA C++ twins ----------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def twins(tmp_path_factory):
+def bulk_twins(twins):
+    """The bulk/TMA launchers of the session's twins library (tests/gpu/conftest.py)."""
     from numba_asynccopy.bench.suites_async import _Twin
-    from numba_asynccopy.bench.twins import Build, TwinError, find_nvcc
 
-    if find_nvcc() is None:
-        pytest.skip("nvcc not found")
-    cc = cuda.get_current_device().compute_capability
-    try:
-        return _Twin(Build(tmp_path_factory.mktemp("twins_bulk"), tuple(cc[:2])).library())
-    except TwinError as e:
-        pytest.fail(str(e))
+    return _Twin(twins)
 
 
 def _ptr(a):
     return a.__cuda_array_interface__["data"][0]
 
 
-def test_bulk_twin_matches_the_source(twins):
+def test_bulk_twin_matches_the_source(bulk_twins):
     for stages, chunk in bc.SWEEP:
         n = bc.tile_words(chunk) * 11 + 77
         src = random_words(n)
         d_src, d_dst = cuda.to_device(src), cuda.to_device(poisoned(n))
-        twins.bulk_copy(_ptr(d_src), _ptr(d_dst), n, stages, chunk, 3)
+        bulk_twins.bulk_copy(_ptr(d_src), _ptr(d_dst), n, stages, chunk, 3)
         cuda.synchronize()
         np.testing.assert_array_equal(d_dst.copy_to_host(), src, err_msg=f"{(stages, chunk)}")
     # run mode: whole runs, a partial last run, a tail, one spare block
@@ -237,18 +231,18 @@ def test_bulk_twin_matches_the_source(twins):
         src = random_words(n)
         d_src, d_dst = cuda.to_device(src), cuda.to_device(poisoned(n))
         grid = bc.grid_for_runs(n, chunk, run) + 1
-        twins.bulk_copy(_ptr(d_src), _ptr(d_dst), n, stages, chunk, grid, run)
+        bulk_twins.bulk_copy(_ptr(d_src), _ptr(d_dst), n, stages, chunk, grid, run)
         cuda.synchronize()
         np.testing.assert_array_equal(d_dst.copy_to_host(), src, err_msg=f"{(stages, chunk, run)}")
 
 
-def test_tma_twin_matches_the_source(twins):
+def test_tma_twin_matches_the_source(bulk_twins):
     for stages, box in tc.SWEEP:
         rows, cols = box[0] * 4 + 3, box[1] * 3 + 8
         src = random_words((rows, cols))
         d_src, d_dst = cuda.to_device(src), cuda.to_device(poisoned((rows, cols)))
         smap, dmap = tc.make_maps(d_src, d_dst, box)
-        twins.tma_copy(_ptr(smap), _ptr(dmap), rows, cols, stages, box, 3)
+        bulk_twins.tma_copy(_ptr(smap), _ptr(dmap), rows, cols, stages, box, 3)
         cuda.synchronize()
         np.testing.assert_array_equal(d_dst.copy_to_host(), src, err_msg=f"{(stages, box)}")
     # run mode: (run + 1) x 3 boxes (partial on both axes): 3 whole runs and a
@@ -259,6 +253,6 @@ def test_tma_twin_matches_the_source(twins):
         d_src, d_dst = cuda.to_device(src), cuda.to_device(poisoned((rows, cols)))
         smap, dmap = tc.make_maps(d_src, d_dst, box)
         grid = tc.grid_for_runs(rows, cols, box, run) + 1
-        twins.tma_copy(_ptr(smap), _ptr(dmap), rows, cols, stages, box, grid, run)
+        bulk_twins.tma_copy(_ptr(smap), _ptr(dmap), rows, cols, stages, box, grid, run)
         cuda.synchronize()
         np.testing.assert_array_equal(d_dst.copy_to_host(), src, err_msg=f"{(stages, box, run)}")

@@ -134,19 +134,6 @@ def test_launch_probe_both_launch_paths():
     np.testing.assert_array_equal(out.copy_to_host(), np.zeros(blocks, np.int32))
 
 
-@pytest.fixture(scope="module")
-def twins(tmp_path_factory):
-    from numba_asynccopy.bench.twins import Build, TwinError, find_nvcc
-
-    if find_nvcc() is None:
-        pytest.skip("nvcc not found")
-    cc = cuda.get_current_device().compute_capability
-    try:
-        return Build(tmp_path_factory.mktemp("twins"), tuple(cc[:2])).library()
-    except TwinError as e:
-        pytest.fail(str(e))
-
-
 RUN_CONFIGS = list(sc.RUN_SWEEP) + [(3, 8, 128, 2, 5), (2, 4, 64, 3, 1)]
 
 
