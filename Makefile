@@ -1,6 +1,7 @@
 # Two commands do all the set-up on a fresh machine:
 #   make demo   runs python -m numba_asynccopy
-#   make test   runs the test suite (no GPU needed), then tests/sim in the CUDA simulator
+#   make test   runs the test suite (no GPU needed), then tests/sim and tests/gpu in the
+#               CUDA simulator
 # Both create or refresh .venv by themselves.
 PYTHON ?= python3
 VENV := .venv
@@ -18,10 +19,12 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m numba_asynccopy
 
-# tests/sim need the simulator on before numba.cuda is imported: own process
+# The simulator must be on before numba.cuda is imported: its own process runs
+# tests/sim and the GPU functional tests (tests/gpu; those marked skip_on_sim
+# are listed by -ra with the reason); --durations shows where its time goes.
 test: $(STAMP)
 	$(PY) -m pytest -ra -q
-	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -ra -q tests/sim
+	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -ra -q --durations=15 tests/sim tests/gpu
 
 # the README's feature table, generated from the registry of PTX forms
 readme-table: $(STAMP)

@@ -1,4 +1,9 @@
-"""Shared test helpers: GPU detection, PTX compilation, subprocess runs."""
+"""Shared test helpers: GPU detection, the simulator switch, subprocess runs.
+
+The GPU functional tests (``tests/gpu``, marked ``gpu``) run on a GPU and,
+under ``NUMBA_ENABLE_CUDASIM=1``, in the CUDA simulator; there only
+``skip_on_sim(reason)`` skips one.  Without the simulator, ``gpu`` tests skip
+where there is no GPU."""
 
 from __future__ import annotations
 
@@ -13,8 +18,30 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+SIM = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+
+
+def skip_on_sim(reason: str) -> pytest.MarkDecorator:
+    """Mark what cannot run in the CUDA simulator, with the reason: a test
+    (``@skip_on_sim("...")``), a parametrization
+    (``pytest.param(..., marks=skip_on_sim("..."))``) or a module
+    (``pytestmark = [pytest.mark.gpu, skip_on_sim("...")]``).  Under the
+    simulator it skips with that reason; elsewhere it does nothing."""
+    return pytest.mark.skip_on_sim(reason)
+
+
+# why a GPU test cannot run in the simulator (the groups `pytest -ra` lists)
+SIM_CLUSTERS = ("clusters are not simulated yet (numba-cuda's simulator runs a grid's blocks one "
+                "after another; cluster intrinsics raise SimulatorError 'cannot run in the CUDA simulator')")
+SIM_TRAPS = ("needs a real GPU trap in a subprocess (checked mode's trap message printed by the device); "
+             "the simulator raises the same rules as SimulatorError (tests/sim/test_sim_rules.py, "
+             "test_sim_bulk.py)")
+SIM_NVCC = "builds the CUDA C++ twins with nvcc and launches them on a GPU"
+SIM_DEVICE = "reads device attributes or occupancy of a real GPU (the simulator's device has none)"
+
+
 def _have_gpu() -> bool:
-    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+    if SIM:
         return False
     try:
         from numba import cuda
@@ -27,11 +54,35 @@ def _have_gpu() -> bool:
 HAVE_GPU = _have_gpu()
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "skip_on_sim(reason): cannot run in the CUDA simulator (skipped there with the reason)")
+
+
 def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="needs a CUDA GPU (run `make gpu-test` on the device machine)")
     for item in items:
-        if "gpu" in item.keywords and not HAVE_GPU:
+        if SIM:
+            # in the simulator `gpu` tests run; only skip_on_sim skips
+            mark = item.get_closest_marker("skip_on_sim")
+            if mark is not None:
+                reason = mark.args[0] if mark.args else mark.kwargs.get("reason", "")
+                item.add_marker(pytest.mark.skip(reason=f"not in the simulator: {reason}"))
+        elif "gpu" in item.keywords and not HAVE_GPU:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _worst_schedule():
+    """Under the simulator every test (tests/sim, tests/gpu) starts in the
+    default, worst-case schedule: a missing wait reads poison."""
+    if not SIM:
+        yield
+        return
+    import numba_asynccopy as ac
+
+    with ac.sim.schedule("worst"):
+        yield
 
 
 def run_python(code: str, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:

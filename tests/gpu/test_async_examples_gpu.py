@@ -17,6 +17,8 @@ import numba_asynccopy as ac
 from numba_asynccopy.examples import bulk_copy as bc
 from numba_asynccopy.examples import tma_copy as tc
 
+from ..conftest import SIM, SIM_NVCC, skip_on_sim
+
 pytestmark = pytest.mark.gpu
 
 rng = np.random.default_rng()  # fresh data every run
@@ -27,6 +29,12 @@ def poisoned(shape, dtype=np.uint32):
     out = np.empty(shape, dtype)
     out.view(np.uint32)[...] = POISON
     return out
+
+
+def multiprocessors():
+    """The GPU's SM count; 2 in the simulator (its device has no attributes):
+    a persistent grid of the same shape, smaller."""
+    return 2 if SIM else cuda.get_current_device().MULTIPROCESSOR_COUNT
 
 
 def random_words(shape):
@@ -77,7 +85,7 @@ def test_bulk_copy(cfg, checked):
 
 # run mode: the benchmark's run sweep, runs shorter than the ring (a block's
 # count below stages) and runs of one tile
-BULK_RUN_CONFIGS = list(bc.RUN_SWEEP) + [(4, 1024, 3), (3, 16, 1), (2, 256, 5)]
+BULK_RUN_CONFIGS = list(bc.RUN_SWEEP) + [(4, 1024, 3), (3, 16, 1), (2, 256, 5), (3, 64, 2), (2, 64, 5)]
 BULK_RUN_CASES = [(c, False) for c in BULK_RUN_CONFIGS] + [((4, 1024, 3), True)]
 
 
@@ -104,7 +112,7 @@ def test_bulk_copy_runs(cfg, checked):
 def test_bulk_copy_persistent_grid_and_float_data():
     # the benchmark's launch shape (several blocks per SM); float32 bits copied exactly
     stages, chunk = bc.SWEEP[0]
-    sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+    sms = multiprocessors()
     n = bc.tile_words(chunk) * (bc.grid_for(stages, chunk, sms) + 5) + 333
     src = rng.standard_normal(n).astype(np.float32)
     d_dst = cuda.to_device(poisoned(n, np.float32))
@@ -144,7 +152,7 @@ def test_tma_copy(cfg, checked):
 
 
 # run mode: the benchmark's run sweep, a run shorter than the ring, runs of one box
-TMA_RUN_CONFIGS = list(tc.RUN_SWEEP) + [(4, (32, 64), 2), (3, (8, 4), 1), (2, (8, 16), 5)]
+TMA_RUN_CONFIGS = list(tc.RUN_SWEEP) + [(4, (32, 64), 2), (3, (8, 4), 1), (2, (8, 16), 5), (3, (8, 4), 2)]
 TMA_RUN_CASES = [(c, False) for c in TMA_RUN_CONFIGS] + [((4, (32, 64), 2), True)]
 
 
@@ -177,7 +185,7 @@ def test_tma_copy_runs(cfg, checked):
 
 def test_tma_copy_persistent_grid_float_data_and_strided_views():
     stages, box = tc.SWEEP[0]
-    sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+    sms = multiprocessors()
     grid = tc.grid_for(stages, box, sms)
     # float32 tensors, more boxes than blocks; destination a column window of a wider array
     rows, cols = box[0] * 7 + 5, box[1] * (grid // 7 + 2) + 12
@@ -206,29 +214,24 @@ def test_make_maps_rejects_mismatched_tensors():
 # --- the CUDA C++ twins ----------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def twins(tmp_path_factory):
+def bulk_twins(twins):
+    """The bulk/TMA launchers of the session's twins library (tests/gpu/conftest.py)."""
     from numba_asynccopy.bench.suites_async import _Twin
-    from numba_asynccopy.bench.twins import Build, TwinError, find_nvcc
 
-    if find_nvcc() is None:
-        pytest.skip("nvcc not found")
-    cc = cuda.get_current_device().compute_capability
-    try:
-        return _Twin(Build(tmp_path_factory.mktemp("twins_bulk"), tuple(cc[:2])).library())
-    except TwinError as e:
-        pytest.fail(str(e))
+    return _Twin(twins)
 
 
 def _ptr(a):
     return a.__cuda_array_interface__["data"][0]
 
 
-def test_bulk_twin_matches_the_source(twins):
+@skip_on_sim(SIM_NVCC)
+def test_bulk_twin_matches_the_source(bulk_twins):
     for stages, chunk in bc.SWEEP:
         n = bc.tile_words(chunk) * 11 + 77
         src = random_words(n)
         d_src, d_dst = cuda.to_device(src), cuda.to_device(poisoned(n))
-        twins.bulk_copy(_ptr(d_src), _ptr(d_dst), n, stages, chunk, 3)
+        bulk_twins.bulk_copy(_ptr(d_src), _ptr(d_dst), n, stages, chunk, 3)
         cuda.synchronize()
         np.testing.assert_array_equal(d_dst.copy_to_host(), src, err_msg=f"{(stages, chunk)}")
     # run mode: whole runs, a partial last run, a tail, one spare block
@@ -237,18 +240,19 @@ def test_bulk_twin_matches_the_source(twins):
         src = random_words(n)
         d_src, d_dst = cuda.to_device(src), cuda.to_device(poisoned(n))
         grid = bc.grid_for_runs(n, chunk, run) + 1
-        twins.bulk_copy(_ptr(d_src), _ptr(d_dst), n, stages, chunk, grid, run)
+        bulk_twins.bulk_copy(_ptr(d_src), _ptr(d_dst), n, stages, chunk, grid, run)
         cuda.synchronize()
         np.testing.assert_array_equal(d_dst.copy_to_host(), src, err_msg=f"{(stages, chunk, run)}")
 
 
-def test_tma_twin_matches_the_source(twins):
+@skip_on_sim(SIM_NVCC)
+def test_tma_twin_matches_the_source(bulk_twins):
     for stages, box in tc.SWEEP:
         rows, cols = box[0] * 4 + 3, box[1] * 3 + 8
         src = random_words((rows, cols))
         d_src, d_dst = cuda.to_device(src), cuda.to_device(poisoned((rows, cols)))
         smap, dmap = tc.make_maps(d_src, d_dst, box)
-        twins.tma_copy(_ptr(smap), _ptr(dmap), rows, cols, stages, box, 3)
+        bulk_twins.tma_copy(_ptr(smap), _ptr(dmap), rows, cols, stages, box, 3)
         cuda.synchronize()
         np.testing.assert_array_equal(d_dst.copy_to_host(), src, err_msg=f"{(stages, box)}")
     # run mode: (run + 1) x 3 boxes (partial on both axes): 3 whole runs and a
@@ -259,6 +263,6 @@ def test_tma_twin_matches_the_source(twins):
         d_src, d_dst = cuda.to_device(src), cuda.to_device(poisoned((rows, cols)))
         smap, dmap = tc.make_maps(d_src, d_dst, box)
         grid = tc.grid_for_runs(rows, cols, box, run) + 1
-        twins.tma_copy(_ptr(smap), _ptr(dmap), rows, cols, stages, box, grid, run)
+        bulk_twins.tma_copy(_ptr(smap), _ptr(dmap), rows, cols, stages, box, grid, run)
         cuda.synchronize()
         np.testing.assert_array_equal(d_dst.copy_to_host(), src, err_msg=f"{(stages, box, run)}")

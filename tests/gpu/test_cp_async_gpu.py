@@ -10,7 +10,7 @@ from numba import cuda
 import numba_asynccopy as ac
 from numba_asynccopy.examples import seeds
 
-from ..conftest import run_python
+from ..conftest import SIM_TRAPS, run_python, skip_on_sim
 
 pytestmark = pytest.mark.gpu
 
@@ -201,6 +201,7 @@ VIOLATIONS = {
 
 
 @pytest.mark.traps
+@skip_on_sim(SIM_TRAPS)
 @pytest.mark.parametrize("case", list(VIOLATIONS))
 def test_checked_mode_traps(case):
     stmt, message = VIOLATIONS[case]
@@ -227,6 +228,7 @@ except Exception as e:
 
 
 @pytest.mark.traps
+@skip_on_sim("reads the kernel's compiled PTX (inspect_asm), which the simulator does not make")
 def test_unchecked_mode_has_no_traps():
     # the same valid kernel compiled without checked mode runs and has no trap
     code = """

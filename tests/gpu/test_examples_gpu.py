@@ -15,6 +15,8 @@ from numba_asynccopy.examples import sgemm as sg
 from numba_asynccopy.examples import staged_copy as sc
 from numba_asynccopy.examples import stencil as st
 
+from ..conftest import SIM, SIM_CLUSTERS, SIM_NVCC, skip_on_sim
+
 pytestmark = pytest.mark.gpu
 
 rng = np.random.default_rng()  # fresh data every run
@@ -35,8 +37,9 @@ COPY_CONFIGS = list(sc.SWEEP) + [(3, 8, 128, 2), (2, 4, 64, 3)]
 def test_staged_copy(cfg, checked):
     stages, chunk, block, pt = cfg
     tile = sc.tile_words(chunk, block, pt)
-    # several tiles per block (grid stride), the ring wrapping, and a tail
-    n = tile * int(rng.integers(7, 12)) + int(rng.integers(1, tile))
+    # several tiles per block (grid stride), the ring wrapping, and a tail;
+    # the fewest of those tiles in the simulator (every thread a Python thread)
+    n = tile * int(rng.integers(7, 8 if SIM else 12)) + int(rng.integers(1, tile))
     src = rng.integers(0, 2**32, n, dtype=np.uint32)
     with ac.checked_mode(checked):
         kernel = cuda.jit(sc.SIGNATURE)(sc.make_staged_copy(stages, chunk, block, pt))
@@ -47,7 +50,9 @@ def test_staged_copy(cfg, checked):
 
 @pytest.mark.parametrize("stages", [1, 2, 3, 4])
 def test_sgemm(stages):
-    M, N, K = 256, 384, 72  # 9 k-tiles: more than the stages in flight
+    # 9 k-tiles: more than the stages in flight; in the simulator (every
+    # thread a Python thread) one 128 x 128 tile and stages + 1 k-tiles
+    M, N, K = (sg.BM, sg.BN, sg.BK * (stages + 1)) if SIM else (256, 384, 72)
     AT = rng.uniform(-1, 1, (K, M)).astype(np.float32)
     B = rng.uniform(-1, 1, (K, N)).astype(np.float32)
     kernel = cuda.jit(sg.SIGNATURE)(sg.make_sgemm(stages))
@@ -104,6 +109,7 @@ def test_stencil_async_checked_mode():
     np.testing.assert_allclose(d_out.copy_to_host(), st.reference(u, 0.5, 0.125), rtol=0, atol=2e-6)
 
 
+@skip_on_sim(SIM_CLUSTERS)
 @pytest.mark.parametrize("cluster,rounds", [(2, 0), (2, 1), (2, 7), (4, 6), (8, 11)])
 @pytest.mark.parametrize("variant", ["dsmem", "global"])
 @pytest.mark.parametrize("checked", [False, True])
@@ -124,6 +130,7 @@ def test_cluster_exchange(variant, cluster, rounds, checked):
     np.testing.assert_array_equal(d_out.copy_to_host(), ex.expected(a, rounds, cluster))
 
 
+@skip_on_sim(SIM_CLUSTERS)
 def test_launch_probe_both_launch_paths():
     blocks = 8
     kernel = cuda.jit(ex.PROBE_SIGNATURE)(ex.launch_probe)
@@ -134,20 +141,9 @@ def test_launch_probe_both_launch_paths():
     np.testing.assert_array_equal(out.copy_to_host(), np.zeros(blocks, np.int32))
 
 
-@pytest.fixture(scope="module")
-def twins(tmp_path_factory):
-    from numba_asynccopy.bench.twins import Build, TwinError, find_nvcc
-
-    if find_nvcc() is None:
-        pytest.skip("nvcc not found")
-    cc = cuda.get_current_device().compute_capability
-    try:
-        return Build(tmp_path_factory.mktemp("twins"), tuple(cc[:2])).library()
-    except TwinError as e:
-        pytest.fail(str(e))
-
-
-RUN_CONFIGS = list(sc.RUN_SWEEP) + [(3, 8, 128, 2, 5), (2, 4, 64, 3, 1)]
+# the benchmark's run sweep, a run longer than the ring, runs of one tile and a
+# run shorter than the ring (the last two small: quick in the simulator too)
+RUN_CONFIGS = list(sc.RUN_SWEEP) + [(3, 8, 128, 2, 5), (2, 4, 64, 3, 1), (3, 8, 64, 1, 2)]
 
 
 @pytest.mark.parametrize("cfg", RUN_CONFIGS, ids=lambda c: "s{}_c{}_b{}_p{}_r{}".format(*c))
@@ -155,8 +151,10 @@ RUN_CONFIGS = list(sc.RUN_SWEEP) + [(3, 8, 128, 2, 5), (2, 4, 64, 3, 1)]
 def test_staged_copy_runs(cfg, checked):
     stages, chunk, block, pt, run = cfg
     tile = sc.tile_words(chunk, block, pt)
-    # whole runs, a partial last run and a tail; one spare block (tail only)
-    n = tile * (run * int(rng.integers(2, 5)) + int(rng.integers(1, run + 1))) + int(rng.integers(1, tile))
+    # whole runs, a partial last run and a tail; one spare block (tail only);
+    # two whole runs in the simulator
+    whole = 2 if SIM else int(rng.integers(2, 5))
+    n = tile * (run * whole + int(rng.integers(1, run + 1))) + int(rng.integers(1, tile))
     src = rng.integers(0, 2**32, n, dtype=np.uint32)
     with ac.checked_mode(checked):
         kernel = cuda.jit(sc.SIGNATURE)(sc.make_staged_copy(stages, chunk, block, pt, run))
@@ -169,6 +167,7 @@ def _ptr(a):
     return a.__cuda_array_interface__["data"][0]
 
 
+@skip_on_sim(SIM_NVCC)
 def test_twins_match_numpy(twins):
     # staged copy, every configuration the benchmark may pick
     for stages, chunk, block, pt in sc.SWEEP:

@@ -13,7 +13,7 @@ from numba import cuda
 
 import numba_asynccopy as ac
 
-from ..conftest import run_python
+from ..conftest import SIM_CLUSTERS, SIM_TRAPS, run_python, skip_on_sim
 
 pytestmark = pytest.mark.gpu
 rng = np.random.default_rng()
@@ -196,6 +196,7 @@ def test_swizzle_changes_the_layout():
     assert np.array_equal(np.sort(swizzled(dense, 128)), np.sort(dense.reshape(-1)))
 
 
+@skip_on_sim("a CuPy device array needs a real GPU")
 def test_tensor_map_from_cupy():
     cp = pytest.importorskip("cupy")
     a = random_tensor((70, 96), np.float32)
@@ -203,6 +204,7 @@ def test_tensor_map_from_cupy():
     run_tile(cp.asarray(a), a, box, (60, 80), (60, 80))
 
 
+@skip_on_sim("a PyTorch CUDA tensor needs a real GPU")
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8])
 def test_tensor_map_from_torch(dtype):
     torch = pytest.importorskip("torch")
@@ -302,6 +304,7 @@ def tma_multicast(tmap, out):
     ac.cluster_sync()
 
 
+@skip_on_sim(SIM_CLUSTERS)
 @pytest.mark.parametrize("checked", [False, True])
 def test_tma_multicast_to_the_cluster(checked):
     a = random_tensor((48, 32), np.float32)
@@ -354,6 +357,7 @@ except Exception as e:
 
 
 @pytest.mark.traps
+@skip_on_sim(SIM_TRAPS)
 @pytest.mark.parametrize("case,message", [
     (0, "cp_async_bulk_tensor_load: `dst` (shared address 0x"),
     (1, "cp_async_bulk_tensor_load: `dst` has 960 bytes but one box of the tensor map has 1024"),

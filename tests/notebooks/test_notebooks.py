@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import HAVE_GPU
+from tests.conftest import HAVE_GPU, skip_on_sim
 
 ROOT = Path(__file__).resolve().parents[2]
 NB_DIR = ROOT / "notebooks"
@@ -138,6 +138,7 @@ def test_notebook_runs_headless(name, with_results, tmp_path, monkeypatch):
 
 
 @pytest.mark.gpu
+@skip_on_sim("runs the notebooks on a real GPU (it drops NUMBA_ENABLE_CUDASIM)")
 @pytest.mark.parametrize("name", NOTEBOOKS, ids=[n[:2] for n in NOTEBOOKS])
 def test_notebook_runs_on_gpu(name, tmp_path):
     env = dict(os.environ, MPLBACKEND="Agg", PYTHONUNBUFFERED="1",

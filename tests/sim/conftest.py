@@ -29,13 +29,4 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-@pytest.fixture(autouse=True)
-def _worst_schedule():
-    """Every test starts in the default (worst) schedule."""
-    if not SIM:
-        yield
-        return
-    import numba_asynccopy as ac
-
-    with ac.sim.schedule("worst"):
-        yield
+# the worst-case schedule for every test: tests/conftest.py (_worst_schedule)
