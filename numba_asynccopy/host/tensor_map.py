@@ -218,8 +218,6 @@ def describe(interface: dict, box: Sequence[int], *, swizzle: int | None = None,
         _fail("oob_fill", f"='nan' needs a floating-point tensor; this one holds {name}")
     if interleave is not None and rank < 3:
         _fail("interleave", f"={interleave} needs a tensor of rank >= 3; this one has rank {rank}")
-    if interleave == 32 and swizzle != 32:
-        _fail("swizzle", f"={swizzle!r}: interleave=32 requires swizzle=32")
 
     base_align = 32 if interleave == 32 else 16
     if address % base_align:
@@ -266,10 +264,6 @@ def describe(interface: dict, box: Sequence[int], *, swizzle: int | None = None,
         _fail("element_strides", f"[-1]={es[-1]}: TMA ignores the innermost element stride "
               "without interleave, so it must be 1")
 
-    if interleave is not None and rank == 3:
-        # the driver refuses an interleaved rank-3 map although its documentation
-        # says rank >= 3; NVIDIA's own host-side TMA helper requires rank 4 or 5 too
-        _fail("interleave", f"={interleave} needs a tensor of rank 4 or 5; this one has rank 3")
     counts = [math.ceil(b / e) for b, e in zip(box_t, es)]
     box_bytes = math.prod(counts) * isz
     span = math.prod(box_t) * isz
@@ -346,7 +340,7 @@ class TensorMap:
       16-byte unit ``u`` of byte offset ``o`` is stored at unit
       ``u ^ ((o >> 7) & (swizzle // 16 - 1))`` (the pattern repeats every
       ``8 * swizzle`` bytes).
-    - ``interleave`` (None, 16, 32; rank 4 or 5), ``l2_promotion`` (None,
+    - ``interleave`` (None, 16, 32; rank 3 or more), ``l2_promotion`` (None,
       64, 128, 256 bytes), ``oob_fill`` ("zero", or "nan" for float tensors: out-of-bounds
       elements of a box read as zero / NaN), ``element_strides`` (1..8 per
       axis, the last one 1), ``dtype="bfloat16"`` to describe 16-bit integer
