@@ -9,6 +9,8 @@ from numba import cuda
 
 import numba_asynccopy as ac
 
+from ..conftest import SIM_DEVICE, skip_on_sim
+
 pytestmark = pytest.mark.gpu
 
 
@@ -25,6 +27,7 @@ def pairs(out):
         out[cuda.blockIdx.x] = 1
 
 
+@skip_on_sim(SIM_DEVICE)
 def test_block_and_grid_past_the_device_limits():
     dev = cuda.get_current_device()
     out = cuda.device_array(64, np.int32)

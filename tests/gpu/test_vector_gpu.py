@@ -10,7 +10,7 @@ from numba import cuda
 
 import numba_asynccopy as ac
 
-from ..conftest import run_python
+from ..conftest import SIM_TRAPS, run_python, skip_on_sim
 
 pytestmark = pytest.mark.gpu
 
@@ -232,6 +232,7 @@ VIOLATIONS = {
 }
 
 
+@skip_on_sim(SIM_TRAPS)
 @pytest.mark.traps
 @pytest.mark.parametrize("case", list(VIOLATIONS))
 def test_checked_mode_traps(case):
