@@ -65,12 +65,12 @@ gpu-sanitize: /tmp/site/.installed
 	    -rf --tb=line --durations=8 --timeout=1200 || status=1; \
 	done; exit $$status
 
-# the example kernels (issue 7) under memcheck, racecheck and synccheck
+# the example kernels under memcheck, racecheck and synccheck
 EXAMPLE_TESTS := tests/gpu/test_examples_gpu.py tests/gpu/test_async_examples_gpu.py
 gpu-sanitize-examples:
 	$(MAKE) gpu-sanitize SANITIZE_TESTS="$(EXAMPLE_TESTS)"
 
-# Benchmarks (issue 7): one table, plus JSON and PNG under $(BENCH_OUT).
+# Benchmarks: one table, plus JSON and PNG under $(BENCH_OUT).
 BENCH_OUT ?= bench-results
 .PHONY: bench bench-quick
 bench: /tmp/site/.installed

@@ -1,4 +1,4 @@
-"""Region rules of the seeds: chunks, repeats, contiguity, dtypes.
+"""Region rules of TVM TIRx's async-copy contract: chunks, repeats, contiguity, dtypes.
 
 A view of shape ``(*repeat, element)`` is split along its last axis into
 chunks of ``chunk_bytes``; every other axis, and the chunks of the last

@@ -1,4 +1,4 @@
-"""The benchmark suite (issue 7): ``python -m numba_asynccopy.bench``.
+"""The benchmark suite: ``python -m numba_asynccopy.bench``.
 
 Measures the example kernels against peers measured in the same run (torch's
 device copy, cuBLAS through ``torch.matmul`` with TF32 off, the plain Numba

@@ -1,4 +1,4 @@
-"""Benchmark suites of the bulk-copy and TMA-tile-copy examples (issue 7).
+"""Benchmark suites of the bulk-copy and TMA-tile-copy examples.
 
 Registered in :data:`numba_asynccopy.bench.suites.SUITES` as ``bulk`` and
 ``tma``; they record the keys ``numba_bulk_copy``, ``twin_bulk_copy``,

@@ -1,4 +1,5 @@
-"""Example kernels: the seeds' examples and the reference kernels of issue 7.
+"""Example kernels: the examples of TVM TIRx's async-copy documentation and the
+reference kernels the benchmarks measure.
 
 Each example is a plain Python function (or a factory returning one) plus
 the Numba signature it is compiled for, so it can be compiled without a GPU

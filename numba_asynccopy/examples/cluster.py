@@ -1,4 +1,4 @@
-"""The cluster bulk-copy seed (``seeds/cp-async-bulk-cluster.rst``) in Numba.
+"""The cluster bulk-copy example of TVM TIRx's documentation, in Numba.
 
 - ``cluster_copy``: CTA 0 sends 256 bytes (64 uint32) to CTA 1 of a
   two-CTA cluster; one-thread blocks keep election and initialization

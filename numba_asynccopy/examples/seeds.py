@@ -1,4 +1,4 @@
-"""The seeds' cp.async examples, written for Numba.
+"""The cp.async examples of TVM TIRx's async-copy documentation, written for Numba.
 
 - ``shift_rows``: each of 64 threads copies one 16-byte float32 row into
   shared memory, then reads its neighbour's row (the row exchange).

@@ -1,4 +1,4 @@
-"""Clusters on the GPU (sm_90): the seed's cluster bulk copy, ring exchanges
+"""Clusters on the GPU (sm_90): TVM TIRx's cluster bulk copy, ring exchanges
 over cluster sizes 2-16, DSMEM, remote mbarrier operations, special
 registers in 1-D and 2-D cluster shapes, 200 KB of dynamic shared memory
 through both launch paths, and the launch errors.  Fresh random data every
