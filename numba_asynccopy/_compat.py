@@ -55,7 +55,7 @@ def intrinsic(fn: Callable) -> Any:
         # fails; a constant rejected for its value (say count=0) must not then
         # pass as a run-time value, so the retry re-raises the literal error.
         key = _call_key(args, kws)
-        has_literal = any(isinstance(a, types.Literal) for a in (*args, *kws.values()))
+        has_literal = any(_has_literal(a) for a in (*args, *kws.values()))
         previous = _literal_failures.pop(id(typer), None)
         if previous is not None and not has_literal and previous[0] == key:
             raise previous[1]
@@ -120,9 +120,24 @@ def _select_forms(fn: Callable, bound: inspect.BoundArguments) -> Any:
         return fn(*bound.args, **bound.kwargs)
 
 
+def _has_literal(t: types.Type) -> bool:
+    """A literal, or a tuple holding one (constant tensor coordinates)."""
+    if isinstance(t, types.BaseTuple) and not isinstance(t, types.NamedTuple):
+        return any(_has_literal(e) for e in t)
+    return isinstance(t, types.Literal)
+
+
+def _plain(t: types.Type) -> types.Type:
+    """``t`` as numba's non-literal retry types it: a tuple of literals
+    ``(0, -32)`` comes back as ``UniTuple(int64 x 2)``, not ``Tuple(int64, int64)``."""
+    if isinstance(t, types.BaseTuple) and not isinstance(t, types.NamedTuple):
+        return types.BaseTuple.from_types([_plain(e) for e in t])
+    return types.unliteral(t)
+
+
 def _call_key(args, kws) -> tuple:
-    return (tuple(types.unliteral(a) for a in args),
-            tuple(sorted((k, types.unliteral(v)) for k, v in kws.items())))
+    return (tuple(_plain(a) for a in args),
+            tuple(sorted((k, _plain(v)) for k, v in kws.items())))
 
 
 class _GuardedTypingCache(dict):

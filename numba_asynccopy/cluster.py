@@ -340,6 +340,10 @@ def validate_dsmem(api: str, view, rank, index, value=None, atomic=False) -> Dsm
         raise TypingError(f"{api}: `index` must be an integer or a tuple of integers, got {index}")
     if value is not None:
         check_runtime_scalar(value, api, "value", (types.Number, types.Boolean))
+        if isinstance(getattr(value, "literal_type", value), types.Complex):
+            # there is no complex DSMEM access: refuse here, not as an LLVM cast error
+            raise TypingError(f"{api}: `value` must be a real number (int, float or bool) for a "
+                              f"{view.dtype} view, got {value}")
     return DsmemOptions(view.dtype, suffix, cons, reg, atom, view.ndim)
 
 

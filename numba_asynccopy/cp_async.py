@@ -376,6 +376,9 @@ def createpolicy_fractional(typingctx, primary="evict_last", secondary=None, fra
                         required=False)
     # Numba has no float literals: the (0, 1] range is checked in checked mode.
     check_runtime_scalar(fraction, api, "fraction", (types.Float, types.Integer))
+    if isinstance(fraction, types.IntegerLiteral) and fraction.literal_value != 1:
+        # the one integer in (0, 1]; floats have no literal type, checked mode checks them
+        raise TypingError(f"{api}: {_rules.fraction_range(fraction=fraction.literal_value)}")
     opcode = f.opcode.format(primary=prim, secondary=f".L2::{sec}" if sec else "")
 
     def codegen(context, builder, sig, args):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from llvmlite import ir
 from numba.core import types
 
-from ._compat import intrinsic
+from . import _rules
+from . import checked as _checked
+from ._compat import TypingError, intrinsic
 from ._forms import form
-from ._lowering import as_i32, predicate, statement
+from ._lowering import I64, as_i32, predicate, statement, trap_if
 from ._regions import check_runtime_scalar, literal_value
 
 PROXY_SPACES = ("global", "shared::cta", "shared::cluster")
@@ -80,8 +83,20 @@ def elect_sync(typingctx, mask=0xFFFFFFFF):
     """
     f = form("elect.sync")
     check_runtime_scalar(mask, "elect_sync", "mask")
+    if isinstance(mask, types.IntegerLiteral) and not 1 <= mask.literal_value <= 0xFFFFFFFF:
+        # an empty mask elects nobody (undefined in PTX); more than 32 bits is no lane mask
+        raise TypingError(f"elect_sync: {_rules.outside_range(name='mask', value=mask.literal_value, lo='0x1', hi='0xFFFFFFFF')}")
 
     def codegen(context, builder, sig, args):
+        ty = sig.args[0]
+        if _checked._note_compiled() and isinstance(ty, types.Integer):
+            # on the full-width value: an empty mask, or one wider than a warp's 32 lanes
+            v = args[0]
+            wide = v if ty.bitwidth == 64 else (builder.sext(v, I64) if ty.signed else builder.zext(v, I64))
+            bad = builder.or_(builder.icmp_unsigned("==", wide, ir.Constant(I64, 0)),
+                              builder.icmp_unsigned(">", wide, ir.Constant(I64, 0xFFFFFFFF)))
+            trap_if(context, builder, bad, "elect_sync",
+                    _rules.outside_range(name="mask", value="0x%llx", lo="0x1", hi="0xFFFFFFFF"), [wide])
         m = as_i32(context, builder, args[0], sig.args[0])
         return predicate(builder, f"{f.opcode} _|p, $1;", "r", [m])
 

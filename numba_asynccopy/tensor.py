@@ -69,8 +69,10 @@ def check_tensor_map(api: str, ty) -> None:
         )
 
 
-def check_coords(api: str, ty) -> int:
-    """The rank a coords tuple gives: a tuple of 1..5 integers."""
+def check_coords(api: str, ty, *, store: bool = False) -> int:
+    """The rank a coords tuple gives: a tuple of 1..5 integers.  Constants
+    must fit the instruction's signed 32-bit coordinates, and a store's or a
+    reduction's must be >= 0 (the rule checked mode checks at run time)."""
     if isinstance(ty, types.BaseTuple):
         elems = list(ty)
         if not 1 <= len(elems) <= 5:
@@ -80,6 +82,13 @@ def check_coords(api: str, ty) -> int:
         for i, e in enumerate(elems):
             if not isinstance(getattr(e, "literal_type", e), types.Integer):
                 raise TypingError(f"{api}: `coords`[{i}] must be an integer, got {e}")
+            if isinstance(e, types.IntegerLiteral):
+                v = e.literal_value
+                if not -(1 << 31) <= v < 1 << 31:
+                    raise TypingError(f"{api}: `coords`[{i}]={v} is outside -2**31..2**31-1 "
+                                      "(tensor coordinates are signed 32-bit)")
+                if store and v < 0:
+                    raise TypingError(f"{api}: {_rules.tensor_negative_coord(axis=i, coord=v)}")
         return len(elems)
     raise TypingError(
         f"{api}: `coords` must be a tuple of 1..5 integer element indices in the array's "
@@ -123,7 +132,7 @@ def validate_load(dst, tensor_map, coords, mbar, multicast_mask, cache_policy, f
 def validate_store(api, tensor_map, coords, src, cache_policy, fence, op=None, bf16=None) -> TensorOptions:
     select("cp.reduce.async.bulk.tensor" if op is not None else "cp.async.bulk.tensor.s2g")
     check_tensor_map(api, tensor_map)
-    rank = check_coords(api, coords)
+    rank = check_coords(api, coords, store=True)
     check_tile_view(api, "src", src)
     do_fence = bool_constant(fence, api, "fence")
     if do_fence:
@@ -170,10 +179,27 @@ def ptx_fence(scope: str = "sys") -> tuple[str, str]:
 # --- run time ---------------------------------------------------------------
 
 
-def coords_values(context, builder, ty, val):
-    """The coordinates as i32, innermost first (PTX order)."""
-    vals = [context.cast(builder, builder.extract_value(val, i), ty[i], types.int32)
-            for i in range(len(ty))]
+def coords_values(context, builder, ty, val, api: str | None = None):
+    """The coordinates as i32, innermost first (PTX order).  With ``api``, in
+    checked mode, a wider coordinate outside the signed 32-bit range traps
+    (checked on the full-width value, before the cast truncates it)."""
+    vals = []
+    for i in range(len(ty)):
+        v, t = builder.extract_value(val, i), ty[i]
+        if api is not None and _checked._note_compiled() and isinstance(t, types.Integer) \
+                and (t.bitwidth > 32 or (t.bitwidth == 32 and not t.signed)):
+            wide = builder.sext(v, I64) if t.bitwidth < 64 and t.signed else \
+                builder.zext(v, I64) if t.bitwidth < 64 else v
+            lo, hi = ir.Constant(I64, -(1 << 31)), ir.Constant(I64, (1 << 31) - 1)
+            if t.signed:
+                bad = builder.or_(builder.icmp_signed("<", wide, lo), builder.icmp_signed(">", wide, hi))
+            else:
+                bad = builder.icmp_unsigned(">", wide, hi)
+            fmt = "%lld" if t.signed else "%llu"
+            trap_if(context, builder, bad, api,
+                    f"`coords`[{i}]={fmt} is outside -2**31..2**31-1 (tensor coordinates are "
+                    "signed 32-bit)", [wide])
+        vals.append(context.cast(builder, v, t, types.int32))
     return list(reversed(vals))
 
 
@@ -318,7 +344,7 @@ def cp_async_bulk_tensor_load(typingctx, dst, tensor_map, coords, mbar, *, multi
         if o.fence:
             emit_fence(builder, maddr)
         bar = barrier_addr32(context, builder, sig.args[3], args[3])
-        cs = coords_values(context, builder, sig.args[2], args[2])
+        cs = coords_values(context, builder, sig.args[2], args[2], api)
         if checked:
             check_inner_coord(context, builder, api, m, cs[0])
         asm(builder, text, constraints, [shared_addr32(builder, d.data), maddr] + cs + [bar] + extra)
@@ -339,7 +365,7 @@ def _lower_store(context, builder, sig, args, o: TensorOptions, api: str, policy
     if o.fence:
         emit_fence(builder, maddr)
     text, constraints = ptx_tensor_store(o)
-    cs = coords_values(context, builder, sig.args[1], args[1])
+    cs = coords_values(context, builder, sig.args[1], args[1], api)
     if _checked._note_compiled():
         check_inner_coord(context, builder, api, m, cs[0])
         # Measured on the H200: a store or reduce at a negative coordinate
@@ -521,7 +547,7 @@ def cp_async_bulk_prefetch_tensor(typingctx, tensor_map, coords, *, cache_policy
 
     def codegen(context, builder, sig, args):
         m, maddr = _map_addr(context, builder, sig.args[0], args[0])
-        cs = coords_values(context, builder, sig.args[1], args[1])
+        cs = coords_values(context, builder, sig.args[1], args[1], api)
         if _checked._note_compiled():
             check_space(context, builder, api, m, "global")
             check_map_and_tile(context, builder, api, m, rank, None)
