@@ -60,8 +60,8 @@ def compile_error(body: str, sig=(F32_2D, types.int32), cc=(8, 0), extra=""):
      "cp_async: `src_size` must be a integer value, got float64"),
     ("ac.cp_async(sh[tid, :], A[tid, :], 16, cache_policy=A)",
      "cp_async: `cache_policy` must be a integer value, got array(float32, 2d, C)"),
-    ("ac.wait_group(n)",
-     "wait_group: `n` must be a compile-time constant (int literal), got a run-time int32"),
+    # a run-time integer depth is allowed (a switch over the immediates); a float is not
+    ("ac.wait_group(1.5 * n)", "wait_group: `n` must be a integer value, got float64"),
     ("ac.wait_group(-1)", "wait_group: `n` must be >= 0, got -1"),
     ("ac.createpolicy_fractional('evict_often')",
      "createpolicy_fractional: `primary`='evict_often' is not supported"),
