@@ -404,6 +404,24 @@ def _wait(typingctx, bars, k, parity, slot, count, op, what):
 
 
 @intrinsic
+def _at(typingctx, bars, k):
+    """Barrier ``k`` of the pipeline as a one-element view (``bars[k:]``
+    without the slice's bounds clamp: ``k`` is a slot the pipeline made)."""
+
+    def codegen(context, builder, sig, args):
+        src = context.make_array(sig.args[0])(context, builder, args[0])
+        kk = builder.zext(as_i32(context, builder, args[1], sig.args[1]), I64)
+        out = context.make_array(BARS)(context, builder)
+        eight = context.get_constant(types.intp, 8)
+        context.populate_array(out, data=builder.gep(src.data, [kk]),
+                               shape=[context.get_constant(types.intp, 1)], strides=[eight],
+                               itemsize=eight, meminfo=None)
+        return out._getvalue()
+
+    return BARS(bars, k), codegen
+
+
+@intrinsic
 def _check_init(typingctx, bars, need, threads, what):
     """Checked mode: the barrier array holds ``need`` barriers and the block
     has at least ``threads`` threads."""
@@ -479,8 +497,8 @@ def init(typingctx, pipe):
         _check_init(pipe.bars, need, threads, desc)
         if cuda.threadIdx.x == 0 and cuda.threadIdx.y == 0 and cuda.threadIdx.z == 0:
             for s in range(stages):
-                mbarrier_init(pipe.bars[s:], full)
-                mbarrier_init(pipe.bars[stages + s:], empty)
+                mbarrier_init(_at(pipe.bars, s), full)
+                mbarrier_init(_at(pipe.bars, stages + s), empty)
             if tx:
                 fence_proxy_async("shared::cta")  # the inits, before the copy engine sees them
         cuda.syncthreads()
@@ -579,7 +597,7 @@ def producer_commit(typingctx, pipe, state):
         return sig, _lower(_nothing)
 
     def impl(pipe, state):
-        cp_async_mbarrier_arrive(pipe.bars[state.slot:], noinc=True)
+        cp_async_mbarrier_arrive(_at(pipe.bars, state.slot), noinc=True)
 
     return sig, _lower(impl)
 
@@ -632,7 +650,7 @@ def consumer_try_wait(typingctx, pipe, state):
                           "or a cp_async_pipeline")
 
     def impl(pipe, state):
-        return mbarrier_test_wait_parity(pipe.bars[state.slot:], state.phase)
+        return mbarrier_test_wait_parity(_at(pipe.bars, state.slot), state.phase)
 
     return types.boolean(pipe, state), _lower(impl)
 
@@ -654,7 +672,7 @@ def consumer_release(typingctx, pipe, state):
     stages = _consts(pipe)["stages"]
 
     def impl(pipe, state):
-        mbarrier_arrive(pipe.bars[stages + state.slot:])
+        mbarrier_arrive(_at(pipe.bars, np.uint32(stages + state.slot)))
 
     return sig, _lower(impl)
 
@@ -713,7 +731,7 @@ def copy_bulk(typingctx, pipe, state, dst, src):
     validate_bulk_g2s(dst, src, BARS, types.Omitted(None), types.Omitted(None))
 
     def impl(pipe, state, dst, src):
-        bar = pipe.bars[state.slot:]
+        bar = _at(pipe.bars, state.slot)
         mbarrier_arrive_expect_tx(bar, np.uint32(dst.size * dst.itemsize))
         cp_async_bulk_g2s(dst, src, bar)
 
@@ -740,7 +758,7 @@ def copy_tensor(typingctx, pipe, state, dst, tensor_map, coords, fence=True):
     validate_load(dst, tensor_map, coords, BARS, types.Omitted(None), types.Omitted(None), fence)
 
     def impl(pipe, state, dst, tensor_map, coords, fence):
-        bar = pipe.bars[state.slot:]
+        bar = _at(pipe.bars, state.slot)
         mbarrier_arrive_expect_tx(bar, np.uint32(dst.size * dst.itemsize))
         cp_async_bulk_tensor_load(dst, tensor_map, coords, bar, fence=f)
 
