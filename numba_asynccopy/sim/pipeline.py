@@ -142,18 +142,24 @@ def _bar(pipe, k: int) -> np.ndarray:
 
 def _blocking_wait(api: str, pipe, state, k: int, parity: int, side: str) -> None:
     """Wait for the phase of parity ``parity`` of barrier ``k``; a deadlock
-    names the pipeline operation, the slot and the missing side."""
+    names the pipeline operation, the slot, the side that never came and
+    both barriers of the slot (whichever thread of a stuck ring reports it,
+    the counts of the missing arrivals are in the message)."""
     line = rt.caller_line()
     th, blk = rt.current(api)
+    i = int(state.slot)
     with blk.cond:
         b = rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, k))
+        full = rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, i))
+        empty = rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, pipe.stages + i))
         th.spin = None
 
         def fail():
             raise rt.DeadlockError(
                 f"{rt.SIM_PREFIX}pipeline {api}: deadlock: every thread of the block is blocked "
-                f"and {_where(api, pipe, state)} can never become {side}: its barrier is in "
-                f"{b.report()}; waiting at {line} {rt.where()}")
+                f"and {_where(api, pipe, state)} can never become {side}: its full barrier is in "
+                f"{full.report()}; its empty barrier is in {empty.report()}; waiting at {line} "
+                f"{rt.where()}")
 
         blk.block_until(_mb._done_fn(b, blk, True, parity), fail)
 
@@ -324,10 +330,6 @@ def producer_commit(pipe, state):
         b = rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, i))
         if kind == "tma":
             n, armed = rec["copies"][i], rec["bytes"][i]
-            if n != pipe.copies:
-                raise _fail(api, pipe, state, f"{n} cop{'y' if n == 1 else 'ies'} ({armed} bytes) "
-                            f"issued into the stage, but the pipeline was built for copies="
-                            f"{pipe.copies}: the stage would never complete")
             _, flight = b.in_flight()
             landed = b.tx_completed + flight
             # still this fill's phase (a completed phase has reset its counts)
@@ -335,12 +337,16 @@ def producer_commit(pipe, state):
                 raise _fail(api, pipe, state, f"the stage's copies carry {landed} bytes but the "
                             f"pipeline armed {armed} (barrier: {b.report()}); issue every copy "
                             "of the stage through copy_bulk/copy_tensor")
+            if n != pipe.copies:
+                raise _fail(api, pipe, state, f"{n} cop{'y' if n == 1 else 'ies'} ({armed} bytes) "
+                            f"issued into the stage, but the pipeline was built for copies="
+                            f"{pipe.copies}: the stage would never complete")
             return
         pend, _ = b.outstanding()
-        if pend < 1:
+        if pend < 1 or b.phase != c // pipe.stages:
             raise _fail(api, pipe, state, f"all {pipe.producers} producer arrivals of this fill "
-                        f"already came: more threads commit than the producers={pipe.producers} "
-                        "the pipeline was built for")
+                        f"already came (its full barrier is in phase {b.phase}): more threads "
+                        f"commit than the producers={pipe.producers} the pipeline was built for")
     _mb.cp_async_mbarrier_arrive(_bar(pipe, i), noinc=True)
 
 
@@ -417,10 +423,10 @@ def consumer_release(pipe, state):
     with blk.cond:
         b = rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, pipe.stages + i))
         pend, _ = b.outstanding()
-        if pend < 1:
+        if pend < 1 or b.phase != c // pipe.stages:
             raise _fail(api, pipe, state, f"all {pipe.consumers} consumer releases of this fill "
-                        f"already came: more threads release than the consumers={pipe.consumers} "
-                        "the pipeline was built for")
+                        f"already came (its empty barrier is in phase {b.phase}): more threads "
+                        f"release than the consumers={pipe.consumers} the pipeline was built for")
     _mb.mbarrier_arrive(_bar(pipe, pipe.stages + i))
 
 
