@@ -111,7 +111,7 @@ def _state(api: str, state) -> tuple[int, int, int]:
 
 def _where(api: str, pipe, state) -> str:
     i, p, c = _state(api, state)
-    return f"slot {i} (state step {c}, phase {p}) of a {_desc(pipe)}"
+    return f"slot {i} (step {c}, phase {p}) of a {_desc(pipe)}"
 
 
 def _fail(api: str, pipe, state, rule: str) -> rt.SimulatorError:

@@ -237,7 +237,7 @@ def test_consumer_waiting_on_a_slot_no_producer_fills_is_a_named_deadlock():
         starved[1, 32 + CONS](a, out, 4, 5)
     msg = str(e.value)
     assert "pipeline consumer_wait: deadlock" in msg, msg
-    assert "slot 1 (state step 4, phase 1) of a tma pipeline (3 stages, 1 copy per stage, 32 consumers)" in msg
+    assert "slot 1 (step 4, phase 1) of a tma pipeline (3 stages, 1 copy per stage, 32 consumers)" in msg
     assert "can never become full (no producer commits it)" in msg
     assert "expected 1 arrivals, 0 arrived" in msg, msg
 
@@ -264,7 +264,7 @@ def test_release_without_wait():
     with pytest.raises(ac.sim.SimulatorError) as e:
         release_without_wait[1, 32 + CONS](rand(64), np.zeros(32, np.float32))
     msg = str(e.value)
-    assert "pipeline consumer_release: slot 0 (state step 0, phase 0) of a tma pipeline" in msg, msg
+    assert "pipeline consumer_release: slot 0 (step 0, phase 0) of a tma pipeline" in msg, msg
     assert "consumer_release without a consumer_wait of this state" in msg
 
 
@@ -288,7 +288,7 @@ def test_second_acquire_of_a_slot_in_use():
     with pytest.raises(ac.sim.SimulatorError) as e:
         acquire_twice[1, 32 + CONS](rand(128), np.zeros(32, np.float32), False)
     msg = str(e.value)
-    assert "pipeline producer_acquire: slot 0 (state step 0, phase 1)" in msg, msg
+    assert "pipeline producer_acquire: slot 0 (step 0, phase 1)" in msg, msg
     assert "second producer_acquire of a slot still in use" in msg
     assert "advance the state" in msg
 
@@ -331,7 +331,7 @@ def test_stage_with_fewer_copies_than_built_for():
     with pytest.raises(ac.sim.SimulatorError) as e:
         wrong_copies[1, 32 + CONS](rand(64), False)
     msg = str(e.value)
-    assert "pipeline producer_commit: slot 0 (state step 0, phase 1) of a tma pipeline (3 stages, 2 copies" in msg
+    assert "pipeline producer_commit: slot 0 (step 0, phase 1) of a tma pipeline (3 stages, 2 copies" in msg
     assert "1 copy (128 bytes) issued into the stage, but the pipeline was built for copies=2" in msg
 
 
@@ -372,7 +372,7 @@ def test_more_consumer_threads_than_built_for():
     with pytest.raises(ac.sim.SimulatorError) as e:
         consumers_ring[1, 32 + CONS + 8](rand(64 * NT), np.zeros((NT, CONS + 8), np.float32), NT)
     msg = str(e.value)
-    assert "pipeline consumer_release: slot 0 (state step 0, phase 0)" in msg, msg
+    assert "pipeline consumer_release: slot 0 (step 0, phase 0)" in msg, msg
     assert f"all {CONS} consumer releases of this fill already came" in msg
     assert f"more threads release than the consumers={CONS} the pipeline was built for" in msg
 
@@ -417,6 +417,6 @@ def test_group_pipeline_without_the_producer_ahead():
     with pytest.raises(ac.sim.SimulatorError) as e:
         group_not_ahead[1, 32](a, np.zeros_like(a), NT)
     msg = str(e.value)
-    assert "pipeline consumer_wait: slot 0 (state step 0, phase 0) of a group pipeline (3 stages)" in msg, msg
+    assert "pipeline consumer_wait: slot 0 (step 0, phase 0) of a group pipeline (3 stages)" in msg, msg
     assert "only 0 group(s) were committed after this stage, but the pipeline waits with wait_group(2)" in msg
 
