@@ -292,7 +292,8 @@ def cp_async_pipeline(typingctx, bars, stages, producers, consumers):
     - ``producers``: threads that copy into every stage; each calls
       ``producer_acquire``/``producer_commit`` (a ``cp.async.mbarrier.arrive``
       that arrives when that thread's copies have landed).
-    - ``consumers``: threads that call ``consumer_release`` for every stage.
+    - ``consumers``: threads that call ``consumer_release`` for every stage
+      (or one lane per consumer warp, as for :func:`tma_pipeline`).
 
     Example::
 
@@ -322,7 +323,9 @@ def tma_pipeline(typingctx, bars, stages, consumers, copies=1):
     - ``bars``: a shared ``uint64`` array of ``2 * stages`` barriers,
       ``cuda.shared.array((2, STAGES), np.uint64)``; :func:`init`
       initialises them.
-    - ``consumers``: threads that call ``consumer_release`` for every stage.
+    - ``consumers``: arrivals that release a stage: the threads that call
+      ``consumer_release`` for every stage (all consumer threads, or one lane
+      per consumer warp after a ``cuda.syncwarp()``: then the warp count).
     - ``copies``: copies issued into every stage through :func:`copy_bulk` /
       :func:`copy_tensor` (one thread issues them, usually the elected lane
       of a producer warp).  Each copy arrives on the slot's barrier with its
