@@ -27,8 +27,9 @@ The state (:class:`PipelineState`: ``slot``, ``phase`` bit, ``step``
 count of advances, all uint32) is a value: ``state = advance(pipe, state)``.
 Producers start from :func:`producer_start`, consumers from
 :func:`consumer_start`.  The operations are the same for every kind:
-:func:`producer_acquire`, :func:`producer_commit`, :func:`consumer_wait`,
-:func:`consumer_try_wait`, :func:`consumer_release`, :func:`producer_tail`.
+:func:`producer_acquire` (:func:`producer_try_acquire`), :func:`producer_commit`,
+:func:`consumer_wait` (:func:`consumer_try_wait`), :func:`consumer_release`,
+:func:`producer_tail`.
 
 Warp specialization is the same pipelines with the thread counts of the
 roles: a producer warp where one elected lane (``ac.elect_sync()``) issues
@@ -134,6 +135,7 @@ __all__ = [
     "producer_commit",
     "producer_start",
     "producer_tail",
+    "producer_try_acquire",
     "tma_pipeline",
 ]
 
@@ -577,6 +579,32 @@ def producer_acquire(typingctx, pipe, state):
         _wait(pipe.bars, np.uint32(stages + state.slot), state.phase, state.slot, state.step, 0, desc)
 
     return sig, _lower(impl)
+
+
+@intrinsic
+def producer_try_acquire(typingctx, pipe, state):
+    """Non-blocking ``producer_acquire``: True when slot ``state.slot`` is
+    free (``mbarrier.test_wait.parity`` on its empty barrier); on True the
+    slot is acquired.  Not for a group pipeline (a compile-time error).
+
+    Example::
+
+        if ac.pipeline.producer_try_acquire(pipe, st):
+            ac.pipeline.copy_tensor(pipe, st, ring[st.slot], tmap, (r, 0))
+            ac.pipeline.producer_commit(pipe, st)
+            st = ac.pipeline.advance(pipe, st)
+    """
+    kind = _pipe_kind("producer_try_acquire", pipe)
+    _check_state("producer_try_acquire", state)
+    if kind == "group":
+        raise TypingError("producer_try_acquire: a group pipeline has nothing to test (its "
+                          "producer_acquire never waits); use producer_acquire")
+    stages = _consts(pipe)["stages"]
+
+    def impl(pipe, state):
+        return mbarrier_test_wait_parity(_at(pipe.bars, np.uint32(stages + state.slot)), state.phase)
+
+    return types.boolean(pipe, state), _lower(impl)
 
 
 @intrinsic

@@ -255,9 +255,34 @@ def producer_acquire(pipe, state):
                     f"state step {rec['filled'][i]} was not consumer_release'd by this thread")
     if kind != "group":
         _blocking_wait(api, pipe, state, pipe.stages + i, p, "free (its consumers never release it)")
+    _acquired(rec, i, c)
+
+
+def _acquired(rec: dict, i: int, c: int) -> None:
     rec["open"][i] = c
     rec["acquired"] = c
     rec["copies"][i], rec["bytes"][i] = 0, 0
+
+
+def producer_try_acquire(pipe, state):
+    """Simulator version of :func:`numba_asynccopy.pipeline.producer_try_acquire`.
+
+    Example::
+
+        if ac.pipeline.producer_try_acquire(pipe, st):
+            ...
+    """
+    api = "producer_try_acquire"
+    if _kind(api, pipe) == "group":
+        raise TypeError("producer_try_acquire: a group pipeline has nothing to test")
+    i, p, c = _state(api, state)
+    rec = _thread_rec(api, pipe)
+    if i in rec["open"] or c <= rec["acquired"]:
+        raise _fail(api, pipe, state, "second producer_acquire of a slot still in use")
+    ok = bool(_mb.mbarrier_test_wait_parity(_bar(pipe, pipe.stages + i), p))
+    if ok:
+        _acquired(rec, i, c)
+    return ok
 
 
 def _committing(api: str, pipe, state, rec: dict) -> int:

@@ -179,7 +179,8 @@ def cp_async_pipe(src, out, ntiles):  # src: float32[ntiles, 32, 4]
     if tid < 32:
         st = ac.pipeline.producer_start(pipe)
         for t in range(ntiles):
-            ac.pipeline.producer_acquire(pipe, st)
+            while not ac.pipeline.producer_try_acquire(pipe, st):
+                pass
             ac.cp_async(ring[st.slot, tid, :], src[t, tid, :], 16)
             ac.pipeline.producer_commit(pipe, st)
             st = ac.pipeline.advance(pipe, st)
@@ -319,8 +320,8 @@ def test_cp_async_pipeline_ptx():
     text = ptx("cp_async_pipe")
     arrives = instructions(text, r"cp\.async\.mbarrier\.arrive")
     assert len(arrives) == 1 and ".noinc" in arrives[0], arrives
-    assert count(text, r"mbarrier\.test_wait\.parity") >= 1  # consumer_try_wait
-    assert count(text, r"mbarrier\.try_wait\.parity") >= 1  # producer_acquire
+    assert count(text, r"mbarrier\.test_wait\.parity") >= 2  # the try_acquire and try_wait
+    assert count(text, r"mbarrier\.try_wait\.parity") == 0
     assert count(text, r"mbarrier\.arrive\.shared\.b64") >= 1
 
 
@@ -450,6 +451,10 @@ def compile_error(body: str, sig=(types.float32[::1],)) -> str:
      "st = ac.pipeline.consumer_start(pipe)\n"
      "ac.pipeline.consumer_try_wait(pipe, st)",
      "consumer_try_wait: a group pipeline cannot test its slots"),
+    ("pipe = ac.pipeline.group_pipeline(4)\n"
+     "st = ac.pipeline.producer_start(pipe)\n"
+     "ac.pipeline.producer_try_acquire(pipe, st)",
+     "producer_try_acquire: a group pipeline has nothing to test"),
     ("pipe = ac.pipeline.group_pipeline(4)\n"
      "st = ac.pipeline.producer_start(pipe)\n"
      "ac.pipeline.copy_bulk(pipe, st, a, a)",

@@ -103,7 +103,8 @@ def cp_async_ring(src, out, ntiles):  # src: float32[ntiles, 32, 4]
     if tid < 32:
         st = ac.pipeline.producer_start(pipe)
         for t in range(ntiles):
-            ac.pipeline.producer_acquire(pipe, st)
+            while not ac.pipeline.producer_try_acquire(pipe, st):
+                pass
             ac.cp_async(ring[st.slot, tid, :], src[t, tid, :], 16)
             ac.pipeline.producer_commit(pipe, st)
             st = ac.pipeline.advance(pipe, st)
