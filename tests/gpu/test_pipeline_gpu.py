@@ -18,6 +18,7 @@ rng = np.random.default_rng()
 STAGES, NT, BLOCKS = 3, 11, 2  # 11 tiles a block: the phase flips three times
 ROWS, COLS = 8, 64  # one TMA box: 2 KB
 CONS = 96  # three consumer warps
+CWARPS = CONS // 32  # a constant: the pipeline takes literals
 
 
 def rand(*shape):
@@ -64,6 +65,44 @@ def test_tma_ring_warp_specialized():
     out = poisoned(a.shape)
     tma_ring[BLOCKS, 32 + CONS](tmap, out)
     np.testing.assert_array_equal(out.copy_to_host(), 2 * a)
+
+
+@cuda.jit
+def tma_ring_warp_release(tmap, out):  # the three consumer warps release once each
+    bars = cuda.shared.array((2, STAGES), np.uint64)
+    ring = cuda.shared.array((STAGES, ROWS, COLS), np.float32, alignment=128)
+    pipe = ac.pipeline.tma_pipeline(bars, STAGES, consumers=CWARPS)
+    ac.pipeline.init(pipe)
+    tid = cuda.threadIdx.x
+    first = cuda.blockIdx.x * NT
+    if tid < 32:
+        if ac.elect_sync():
+            st = ac.pipeline.producer_start(pipe)
+            for t in range(NT):
+                ac.pipeline.producer_acquire(pipe, st)
+                ac.pipeline.copy_tensor(pipe, st, ring[st.slot], tmap, (ROWS * (first + t), 0))
+                ac.pipeline.producer_commit(pipe, st)
+                st = ac.pipeline.advance(pipe, st)
+            ac.pipeline.producer_tail(pipe, st)
+    else:
+        c = tid - 32
+        st = ac.pipeline.consumer_start(pipe)
+        for t in range(NT):
+            ac.pipeline.consumer_wait(pipe, st)
+            for k in range(c, ROWS * COLS, CONS):
+                out[ROWS * (first + t) + k // COLS, k % COLS] = ring[st.slot, k // COLS, k % COLS] - 1.0
+            cuda.syncwarp()  # the whole warp has read the slot
+            if tid % 32 == 0:
+                ac.pipeline.consumer_release(pipe, st)
+            st = ac.pipeline.advance(pipe, st)
+
+
+def test_tma_ring_one_release_per_consumer_warp():
+    a = rand(ROWS * NT * BLOCKS, COLS)
+    tmap = ac.TensorMap(cuda.to_device(a), (ROWS, COLS))
+    out = poisoned(a.shape)
+    tma_ring_warp_release[BLOCKS, 32 + CONS](tmap, out)
+    np.testing.assert_array_equal(out.copy_to_host(), a - 1)
 
 
 @cuda.jit
