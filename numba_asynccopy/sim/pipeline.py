@@ -37,6 +37,7 @@ from . import bulk as _bulk
 from . import cp_async as _cp
 from . import mbarrier as _mb
 from . import tensor as _tensor
+from ._mirror import mirrors
 
 _dev = sys.modules["numba_asynccopy.pipeline"]
 # the device constructors (intrinsics): their typing validates the arguments
@@ -47,38 +48,45 @@ barrier_count = _dev.barrier_count
 U0, U1 = np.uint32(0), np.uint32(1)
 
 
+# what each twin checks beyond the device operation (appended to its docstring)
+_NOTES = {
+    "init": (
+        "also checks the barrier array and the block size like checked mode."),
+    "producer_acquire": (
+        "also raises a named error for a second acquire of a slot still in use, and a "
+        "DeadlockError showing both barriers of the slot when it can never become free."),
+    "producer_try_acquire": (
+        "also raises a named error for a second acquire of a slot still in use."),
+    "producer_commit": (
+        "also checks a tma stage's copies and bytes against what the pipeline armed, and "
+        "the producer count."),
+    "consumer_wait": (
+        "also raises a DeadlockError showing both barriers of the slot when no producer "
+        "fills it, and for a group pipeline a named error when too few groups follow the "
+        "slot."),
+    "consumer_release": (
+        "also raises a named error for a release without a wait and for more releases "
+        "than consumers."),
+}
+
+
 # --- constructors -------------------------------------------------------------------
 
 
+@mirrors(_dev.group_pipeline)
 def group_pipeline(stages, shared=False):
-    """Simulator version of :func:`numba_asynccopy.pipeline.group_pipeline`.
-
-    Example::
-
-        pipe = ac.pipeline.group_pipeline(4)
-    """
     rt.validate(_DEV["group_pipeline"], stages, shared)
     return GroupPipeline(int(stages), bool(shared))
 
 
+@mirrors(_dev.cp_async_pipeline)
 def cp_async_pipeline(bars, stages, producers, consumers):
-    """Simulator version of :func:`numba_asynccopy.pipeline.cp_async_pipeline`.
-
-    Example::
-
-        pipe = ac.pipeline.cp_async_pipeline(bars, 4, producers=32, consumers=96)
-    """
     rt.validate(_DEV["cp_async_pipeline"], bars, stages, producers, consumers)
     return CpAsyncPipeline(rt.unwrap(bars).reshape(-1), int(stages), int(producers), int(consumers))
 
 
+@mirrors(_dev.tma_pipeline)
 def tma_pipeline(bars, stages, consumers, copies=1):
-    """Simulator version of :func:`numba_asynccopy.pipeline.tma_pipeline`.
-
-    Example::
-
-        pipe = ac.pipeline.tma_pipeline(bars, 4, consumers=128)
-    """
     rt.validate(_DEV["tma_pipeline"], bars, stages, consumers, copies)
     return TmaPipeline(rt.unwrap(bars).reshape(-1), int(stages), int(consumers), int(copies))
 
@@ -167,13 +175,8 @@ def _blocking_wait(api: str, pipe, state, k: int, parity: int, side: str) -> Non
 # --- operations -------------------------------------------------------------------------
 
 
+@mirrors(_dev.init, _NOTES["init"])
 def init(pipe):
-    """Simulator version of :func:`numba_asynccopy.pipeline.init`.
-
-    Example::
-
-        ac.pipeline.init(pipe)
-    """
     kind = _kind("init", pipe)
     if kind == "group":
         return
@@ -196,35 +199,20 @@ def init(pipe):
     t.syncthreads()
 
 
+@mirrors(_dev.producer_start)
 def producer_start(pipe):
-    """Simulator version of :func:`numba_asynccopy.pipeline.producer_start`.
-
-    Example::
-
-        st = ac.pipeline.producer_start(pipe)
-    """
     _kind("producer_start", pipe)
     return PipelineState(U0, U1, U0)
 
 
+@mirrors(_dev.consumer_start)
 def consumer_start(pipe):
-    """Simulator version of :func:`numba_asynccopy.pipeline.consumer_start`.
-
-    Example::
-
-        st = ac.pipeline.consumer_start(pipe)
-    """
     _kind("consumer_start", pipe)
     return PipelineState(U0, U0, U0)
 
 
+@mirrors(_dev.advance)
 def advance(pipe, state):
-    """Simulator version of :func:`numba_asynccopy.pipeline.advance`.
-
-    Example::
-
-        st = ac.pipeline.advance(pipe, st)
-    """
     _kind("advance", pipe)
     i, p, c = _state("advance", state)
     wrap = i == pipe.stages - 1
@@ -232,13 +220,8 @@ def advance(pipe, state):
                          np.uint32((c + 1) & 0xFFFFFFFF))
 
 
+@mirrors(_dev.producer_acquire, _NOTES["producer_acquire"])
 def producer_acquire(pipe, state):
-    """Simulator version of :func:`numba_asynccopy.pipeline.producer_acquire`.
-
-    Example::
-
-        ac.pipeline.producer_acquire(pipe, st)
-    """
     api = "producer_acquire"
     kind = _kind(api, pipe)
     i, p, c = _state(api, state)
@@ -264,14 +247,8 @@ def _acquired(rec: dict, i: int, c: int) -> None:
     rec["copies"][i], rec["bytes"][i] = 0, 0
 
 
+@mirrors(_dev.producer_try_acquire, _NOTES["producer_try_acquire"])
 def producer_try_acquire(pipe, state):
-    """Simulator version of :func:`numba_asynccopy.pipeline.producer_try_acquire`.
-
-    Example::
-
-        if ac.pipeline.producer_try_acquire(pipe, st):
-            ...
-    """
     api = "producer_try_acquire"
     if _kind(api, pipe) == "group":
         raise TypeError("producer_try_acquire: a group pipeline has nothing to test")
@@ -311,35 +288,20 @@ def _copy(api: str, pipe, state, dst) -> np.ndarray:
     return bar
 
 
+@mirrors(_dev.copy_bulk)
 def copy_bulk(pipe, state, dst, src):
-    """Simulator version of :func:`numba_asynccopy.pipeline.copy_bulk`.
-
-    Example::
-
-        ac.pipeline.copy_bulk(pipe, st, ring[st.slot], src[b:b + n])
-    """
     bar = _copy("copy_bulk", pipe, state, dst)
     _bulk.cp_async_bulk_g2s(dst, src, bar)
 
 
+@mirrors(_dev.copy_tensor)
 def copy_tensor(pipe, state, dst, tensor_map, coords, fence=True):
-    """Simulator version of :func:`numba_asynccopy.pipeline.copy_tensor`.
-
-    Example::
-
-        ac.pipeline.copy_tensor(pipe, st, ring[st.slot], tmap, (r, c))
-    """
     bar = _copy("copy_tensor", pipe, state, dst)
     _tensor.cp_async_bulk_tensor_load(dst, tensor_map, coords, bar, fence=fence)
 
 
+@mirrors(_dev.producer_commit, _NOTES["producer_commit"])
 def producer_commit(pipe, state):
-    """Simulator version of :func:`numba_asynccopy.pipeline.producer_commit`.
-
-    Example::
-
-        ac.pipeline.producer_commit(pipe, st)
-    """
     api = "producer_commit"
     kind = _kind(api, pipe)
     rec = _thread_rec(api, pipe)
@@ -375,13 +337,8 @@ def producer_commit(pipe, state):
     _mb.cp_async_mbarrier_arrive(_bar(pipe, i), noinc=True)
 
 
+@mirrors(_dev.consumer_wait, _NOTES["consumer_wait"])
 def consumer_wait(pipe, state):
-    """Simulator version of :func:`numba_asynccopy.pipeline.consumer_wait`.
-
-    Example::
-
-        ac.pipeline.consumer_wait(pipe, st)
-    """
     api = "consumer_wait"
     kind = _kind(api, pipe)
     i, p, c = _state(api, state)
@@ -406,14 +363,8 @@ def consumer_wait(pipe, state):
     rec["waited"][i] = c
 
 
+@mirrors(_dev.consumer_try_wait)
 def consumer_try_wait(pipe, state):
-    """Simulator version of :func:`numba_asynccopy.pipeline.consumer_try_wait`.
-
-    Example::
-
-        while not ac.pipeline.consumer_try_wait(pipe, st):
-            pass
-    """
     api = "consumer_try_wait"
     if _kind(api, pipe) == "group":
         raise TypeError("consumer_try_wait: a group pipeline cannot test its slots")
@@ -424,13 +375,8 @@ def consumer_try_wait(pipe, state):
     return ok
 
 
+@mirrors(_dev.consumer_release, _NOTES["consumer_release"])
 def consumer_release(pipe, state):
-    """Simulator version of :func:`numba_asynccopy.pipeline.consumer_release`.
-
-    Example::
-
-        ac.pipeline.consumer_release(pipe, st)
-    """
     api = "consumer_release"
     kind = _kind(api, pipe)
     i, p, c = _state(api, state)
@@ -455,13 +401,8 @@ def consumer_release(pipe, state):
     _mb.mbarrier_arrive(_bar(pipe, pipe.stages + i))
 
 
+@mirrors(_dev.producer_tail)
 def producer_tail(pipe, state):
-    """Simulator version of :func:`numba_asynccopy.pipeline.producer_tail`.
-
-    Example::
-
-        ac.pipeline.producer_tail(pipe, st)
-    """
     api = "producer_tail"
     if _kind(api, pipe) == "group":
         _cp.wait_all()
