@@ -167,6 +167,75 @@ def groups_hand(src, dst, ntiles):
 GROUPS_SIG = (types.uint32[:, :, ::1], types.uint32[:, :, ::1], types.int64)
 
 
+# --- cp.async ring on mbarriers: a producer warp, three consumer warps --------------------------
+
+
+def cpmb_pipe(src, out, ntiles):  # src: float32[ntiles, 32, 4]
+    bars = cuda.shared.array((2, STAGES), np.uint64)
+    ring = cuda.shared.array((STAGES, 32, 4), np.float32, alignment=16)
+    pipe = ac.pipeline.cp_async_pipeline(bars, STAGES, producers=32, consumers=CONSUMERS)
+    ac.pipeline.init(pipe)
+    tid = cuda.threadIdx.x
+    n = np.uint32(ntiles)
+    if tid < 32:
+        st = ac.pipeline.producer_start(pipe)
+        t = np.uint32(0)
+        while t < n:
+            ac.pipeline.producer_acquire(pipe, st)
+            ac.cp_async(ring[st.slot, tid, :], src[t, tid, :], 16)
+            ac.pipeline.producer_commit(pipe, st)
+            st = ac.pipeline.advance(pipe, st)
+            t = np.uint32(t + np.uint32(1))
+    else:
+        c = tid - 32
+        st = ac.pipeline.consumer_start(pipe)
+        t = np.uint32(0)
+        while t < n:
+            ac.pipeline.consumer_wait(pipe, st)
+            out[t, c] = ring[st.slot, c % 32, c // 32]
+            ac.pipeline.consumer_release(pipe, st)
+            st = ac.pipeline.advance(pipe, st)
+            t = np.uint32(t + np.uint32(1))
+
+
+def cpmb_hand(src, out, ntiles):
+    bars = cuda.shared.array((2, STAGES), np.uint64)
+    ring = cuda.shared.array((STAGES, 32, 4), np.float32, alignment=16)
+    tid = cuda.threadIdx.x
+    if tid == 0:
+        for s in range(STAGES):
+            ac.mbarrier_init(bars[0, s:], 32)
+            ac.mbarrier_init(bars[1, s:], CONSUMERS)
+    cuda.syncthreads()
+    n = np.uint32(ntiles)
+    last = np.uint32(STAGES - 1)
+    if tid < 32:
+        slot, phase = np.uint32(0), np.uint32(0)
+        t = np.uint32(0)
+        while t < n:
+            ac.mbarrier_wait_parity(bars[1, slot:], phase ^ np.uint32(1))
+            ac.cp_async(ring[slot, tid, :], src[t, tid, :], 16)
+            ac.cp_async_mbarrier_arrive(bars[0, slot:], noinc=True)
+            if slot == last:
+                slot, phase = np.uint32(0), np.uint32(phase ^ np.uint32(1))
+            else:
+                slot = np.uint32(slot + np.uint32(1))
+            t = np.uint32(t + np.uint32(1))
+    else:
+        c = tid - 32
+        slot, phase = np.uint32(0), np.uint32(0)
+        t = np.uint32(0)
+        while t < n:
+            ac.mbarrier_wait_parity(bars[0, slot:], phase)
+            out[t, c] = ring[slot, c % 32, c // 32]
+            ac.mbarrier_arrive(bars[1, slot:])
+            if slot == last:
+                slot, phase = np.uint32(0), np.uint32(phase ^ np.uint32(1))
+            else:
+                slot = np.uint32(slot + np.uint32(1))
+            t = np.uint32(t + np.uint32(1))
+
+
 # --- the other kinds: cp.async on mbarriers, 1-D bulk, sgemm-style shared groups ---------------
 
 
@@ -256,6 +325,7 @@ KERNELS = {
     "groups_pipe": (groups_pipe, GROUPS_SIG), "groups_hand": (groups_hand, GROUPS_SIG),
     "cp_async_pipe": (cp_async_pipe, CP_ASYNC_SIG), "bulk_pipe": (bulk_pipe, BULK_SIG),
     "shared_groups_pipe": (shared_groups_pipe, SHARED_SIG),
+    "cpmb_pipe": (cpmb_pipe, CP_ASYNC_SIG), "cpmb_hand": (cpmb_hand, CP_ASYNC_SIG),
 }
 
 
@@ -373,6 +443,7 @@ def _ops(sass_text: str) -> int:
 @pytest.mark.parametrize("ring, loops", [
     ("tma", (("producer", "UTMALDG"), ("consumer", "STG"))),
     ("groups", (("ring", "LDGSTS"),)),
+    ("cpmb", (("producer", "LDGSTS"), ("consumer", "STG"))),
 ])
 def test_pipeline_has_no_overhead(ring, loops, capsys):
     pipe, hand = sass(f"{ring}_pipe"), sass(f"{ring}_hand")
