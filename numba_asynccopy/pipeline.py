@@ -471,8 +471,30 @@ def _lower(impl):
     return codegen
 
 
+# implementations without constants (named functions: numba finds their
+# source for line info, which it cannot for lambdas)
 def _nothing(pipe, state):
     return None
+
+
+def _no_init(pipe):
+    return None
+
+
+def _producer_start(pipe):
+    return PipelineState(U0, U1, U0)
+
+
+def _consumer_start(pipe):
+    return PipelineState(U0, U0, U0)
+
+
+def _commit(pipe, state):
+    commit_group()
+
+
+def _wait_all(pipe, state):
+    wait_all()
 
 
 @intrinsic
@@ -489,7 +511,7 @@ def init(typingctx, pipe):
     kind = _pipe_kind("init", pipe)
     c = _consts(pipe)
     if kind == "group":
-        return types.void(pipe), _lower(lambda pipe: None)
+        return types.void(pipe), _lower(_no_init)
     desc = _describe(kind, c)
     stages = c["stages"]
     full = c["producers"] if kind == "cp_async" else c["copies"]
@@ -520,7 +542,7 @@ def producer_start(typingctx, pipe):
         st = ac.pipeline.producer_start(pipe)
     """
     _pipe_kind("producer_start", pipe)
-    return STATE(pipe), _lower(lambda pipe: PipelineState(U0, U1, U0))
+    return STATE(pipe), _lower(_producer_start)
 
 
 @intrinsic
@@ -532,7 +554,7 @@ def consumer_start(typingctx, pipe):
         st = ac.pipeline.consumer_start(pipe)
     """
     _pipe_kind("consumer_start", pipe)
-    return STATE(pipe), _lower(lambda pipe: PipelineState(U0, U0, U0))
+    return STATE(pipe), _lower(_consumer_start)
 
 
 @intrinsic
@@ -623,7 +645,7 @@ def producer_commit(typingctx, pipe, state):
     _check_state("producer_commit", state)
     sig = types.void(pipe, state)
     if kind == "group":
-        return sig, _lower(lambda pipe, state: commit_group())
+        return sig, _lower(_commit)
     if kind == "tma":
         return sig, _lower(_nothing)
 
@@ -648,12 +670,15 @@ def consumer_wait(typingctx, pipe, state):
     c = _consts(pipe)
     if kind == "group":
         n = c["stages"] - (2 if c["shared"] else 1)
-        if c["shared"]:
-            def impl(pipe, state):
-                wait_group(n)
-                cuda.syncthreads()  # everyone's copies landed; the slot read last is free
-            return sig, _lower(impl)
-        return sig, _lower(lambda pipe, state: wait_group(n))
+
+        def wait_shared(pipe, state):
+            wait_group(n)
+            cuda.syncthreads()  # everyone's copies landed; the slot read last is free
+
+        def wait_own(pipe, state):
+            wait_group(n)
+
+        return sig, _lower(wait_shared if c["shared"] else wait_own)
     desc = _describe(kind, c)
 
     def impl(pipe, state):
@@ -722,7 +747,7 @@ def producer_tail(typingctx, pipe, state):
     _check_state("producer_tail", state)
     sig = types.void(pipe, state)
     if kind == "group":
-        return sig, _lower(lambda pipe, state: wait_all())
+        return sig, _lower(_wait_all)
     c = _consts(pipe)
     stages, desc = c["stages"], _describe(kind, c)
     last = np.uint32(stages - 1)
