@@ -134,10 +134,11 @@ def _key(pipe):
 
 
 def _thread_rec(api: str, pipe) -> dict:
-    """This thread's record of a pipeline: per slot, the count of the state it
+    """This thread's record of a pipeline: per slot, the step of the state it
     acquired and has not committed ("open"), committed and not released
-    ("filled", group pipelines), waited and not released ("waited"); the
-    copies and bytes of the open stage; the last counts used."""
+    ("filled", group pipelines), waited for and not released ("waited"); the
+    copies and bytes of the open stage; the last step acquired; the groups
+    committed."""
     th, _ = rt.current(api)
     recs = th.__dict__.setdefault("_ac_pipes", {})
     return recs.setdefault(_key(pipe), {"open": {}, "filled": {}, "waited": {}, "copies": {},
