@@ -50,7 +50,7 @@ _HOST_API = [
 _VECTOR_API = ["chunk_view", "load2", "load4", "load_vec", "store2", "store4", "store_vec", "view4"]
 __all__ = [*_public_apis(), *_VECTOR_API, *_HOST_API]
 
-from . import sim
+from . import pipeline, sim
 
 if sim.ENABLED:
     # NUMBA_ENABLE_CUDASIM=1: the same names become pure-Python versions

@@ -1,0 +1,830 @@
+"""Pipelines: rings of shared-memory stages filled by asynchronous copies.
+
+Every kernel that overlaps copies with compute runs a ring of ``stages``
+slots: a producer waits until a slot is free, issues copies into it and
+signals; consumers wait until the slot is full, use it and release it.  This
+module writes that protocol once, with the vocabulary of CuTe DSL's
+``cutlass.pipeline`` and CCCL's ``cuda::pipeline``, so a kernel never
+computes a slot, a phase, a parity or a transaction byte count by hand.
+
+Three kinds, built inside the kernel (the constants are compile-time, the
+pipeline value is a tuple whose type carries them):
+
+- :func:`group_pipeline` - cp.async commit/wait groups (Ampere style, no
+  barriers): ``producer_commit`` commits a group, ``consumer_wait`` is
+  ``wait_group(N)`` with ``N`` fixed by ``stages`` at compile time;
+- :func:`cp_async_pipeline` - cp.async tracked by mbarriers: a "full" and an
+  "empty" barrier per slot in a shared ``uint64`` array,
+  ``cp_async_mbarrier_arrive`` from each of the ``producers`` threads,
+  ``consumers`` threads release;
+- :func:`tma_pipeline` - bulk and TMA copies on transaction barriers: the
+  producer issues its copies *through* the pipeline (:func:`copy_bulk`,
+  :func:`copy_tensor`), each arming the slot's barrier with its own byte
+  count (the destination view's bytes, a constant when the view's shape is)
+  in the same instruction as its arrival, before the copy.
+
+The state (:class:`PipelineState`: ``slot``, ``phase`` bit, ``step``
+count of advances, all uint32) is a value: ``state = advance(pipe, state)``.
+Producers start from :func:`producer_start`, consumers from
+:func:`consumer_start`.  The operations are the same for every kind:
+:func:`producer_acquire` (:func:`producer_try_acquire`), :func:`producer_commit`,
+:func:`consumer_wait` (:func:`consumer_try_wait`), :func:`consumer_release`,
+:func:`producer_tail`.
+
+Warp specialization is the same pipelines with the thread counts of the
+roles: a producer warp where one elected lane (``ac.elect_sync()``) issues
+TMA copies, and ``consumers`` threads in the other warps.  (A cluster
+variant, copies multicast to several CTAs with their barriers armed in each,
+would be another constructor with a ``cluster`` shape and a
+``multicast_mask`` on the copies; the operations keep their names.)
+
+Protocol checks: in checked mode the blocking waits are bounded and their
+timeout names the pipeline operation, the slot, the state's step and phase, and
+:func:`init` traps on a barrier array or block too small for the pipeline.
+The simulator (``NUMBA_ENABLE_CUDASIM=1``) runs the same kernels with every
+rule of the protocol checked (``numba_asynccopy.sim.pipeline``).
+
+Example (TMA, one producer thread, the rest of the block consumes)::
+
+    STAGES = 4
+
+    @cuda.jit
+    def k(tmap, out):
+        bars = cuda.shared.array((2, STAGES), np.uint64)
+        ring = cuda.shared.array((STAGES, 32, 64), np.float32, alignment=128)
+        pipe = ac.pipeline.tma_pipeline(bars, STAGES, consumers=96)
+        ac.pipeline.init(pipe)
+        tid = cuda.threadIdx.x
+        if tid < 32:                                  # producer warp
+            if ac.elect_sync():
+                st = ac.pipeline.producer_start(pipe)
+                for t in range(ntiles):
+                    ac.pipeline.producer_acquire(pipe, st)
+                    ac.pipeline.copy_tensor(pipe, st, ring[st.slot], tmap, (32 * t, 0))
+                    ac.pipeline.producer_commit(pipe, st)
+                    st = ac.pipeline.advance(pipe, st)
+        else:                                         # 96 consumer threads
+            st = ac.pipeline.consumer_start(pipe)
+            for t in range(ntiles):
+                ac.pipeline.consumer_wait(pipe, st)
+                use(ring[st.slot])
+                ac.pipeline.consumer_release(pipe, st)
+                st = ac.pipeline.advance(pipe, st)
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+from llvmlite import ir
+from numba import cuda
+from numba.core import cgutils, types
+
+from . import checked as _checked
+from ._compat import TypingError, compile_cc, intrinsic
+from ._lowering import I32, I64, as_i32, asm, block_threads, predicate, shared_addr32, trap_if
+from ._regions import check_barrier, literal_value
+from .bulk import cp_async_bulk_g2s, validate_bulk_g2s
+from .cp_async import commit_group, wait_all, wait_group
+from .fence import fence_proxy_async
+from .mbarrier import (
+    _GLOBALTIMER,
+    _LOAD_WORD,
+    MAX_COUNT,
+    _wait_form,
+    cp_async_mbarrier_arrive,
+    mbarrier_arrive,
+    mbarrier_arrive_expect_tx,
+    mbarrier_init,
+    mbarrier_test_wait_parity,
+)
+from .tensor import cp_async_bulk_tensor_load, validate_load
+
+#: The position in the ring: ``slot`` (0..stages-1), ``phase`` bit (flips at
+#: every wrap) and ``step`` (advances so far), all uint32.
+PipelineState = namedtuple("PipelineState", ["slot", "phase", "step"])
+
+#: cp.async commit/wait groups; ``shared``: the slots are read by other
+#: threads than the ones that copied them (a block barrier publishes them).
+GroupPipeline = namedtuple("GroupPipeline", ["stages", "shared"])
+#: cp.async on mbarriers: ``bars[0:stages]`` full, ``bars[stages:2*stages]`` empty.
+CpAsyncPipeline = namedtuple("CpAsyncPipeline", ["bars", "stages", "producers", "consumers"])
+#: bulk/TMA on transaction barriers, same barrier layout; ``copies`` per stage.
+TmaPipeline = namedtuple("TmaPipeline", ["bars", "stages", "consumers", "copies"])
+
+KINDS = {GroupPipeline: "group", CpAsyncPipeline: "cp_async", TmaPipeline: "tma"}
+
+__all__ = [
+    "CpAsyncPipeline",
+    "GroupPipeline",
+    "PipelineState",
+    "TmaPipeline",
+    "advance",
+    "barrier_count",
+    "consumer_release",
+    "consumer_start",
+    "consumer_try_wait",
+    "consumer_wait",
+    "copy_bulk",
+    "copy_tensor",
+    "cp_async_pipeline",
+    "group_pipeline",
+    "init",
+    "producer_acquire",
+    "producer_commit",
+    "producer_start",
+    "producer_tail",
+    "producer_try_acquire",
+    "tma_pipeline",
+]
+
+MAX_STAGES = 64  # keeps the barrier array (2 x 8 bytes a slot) and wait_group's N small
+
+
+def barrier_count(stages: int) -> int:
+    """Barriers (uint64 words) a barrier pipeline of ``stages`` slots needs:
+    ``cuda.shared.array((2, STAGES), np.uint64)`` holds them (Numba wants a
+    constant or a tuple of constants there, so ``2 * STAGES`` does not type).
+
+    Example::
+
+        NBARS = ac.pipeline.barrier_count(STAGES)          # a module-level constant
+        bars = cuda.shared.array(NBARS, np.uint64)
+    """
+    return 2 * int(stages)
+
+
+# --- compile time -------------------------------------------------------------
+
+
+def _count(api: str, name: str, ty, lo: int, hi: int) -> int:
+    v = literal_value(ty, api, name)
+    if not lo <= v <= hi:
+        raise TypingError(f"{api}: `{name}`={v} is outside {lo}..{hi}")
+    return v
+
+
+def _pipe_kind(api: str, pipe) -> str:
+    cls = getattr(pipe, "instance_class", None)
+    if isinstance(pipe, types.BaseNamedTuple) and cls in KINDS:
+        return KINDS[cls]
+    raise TypingError(
+        f"{api}: `pipe` must be a pipeline built in the kernel by ac.pipeline.group_pipeline, "
+        f"cp_async_pipeline or tma_pipeline, got {pipe}")
+
+
+def _consts(pipe) -> dict:
+    """The pipeline's compile-time constants by field name."""
+    return {f: t.literal_value for f, t in zip(pipe.instance_class._fields, pipe.types)
+            if isinstance(t, types.Literal)}
+
+
+def _check_state(api: str, state) -> None:
+    if not (isinstance(state, types.BaseNamedTuple) and state.instance_class is PipelineState):
+        raise TypingError(
+            f"{api}: `state` must be a PipelineState from ac.pipeline.producer_start, "
+            f"consumer_start or advance, got {state}")
+
+
+def _describe(kind: str, c: dict) -> str:
+    """The pipeline as messages name it."""
+    if kind == "group":
+        return f"group pipeline ({c['stages']} stages{', shared' if c['shared'] else ''})"
+    if kind == "cp_async":
+        return (f"cp_async pipeline ({c['stages']} stages, {c['producers']} producers, "
+                f"{c['consumers']} consumers)")
+    return (f"tma pipeline ({c['stages']} stages, {c['copies']} cop{'y' if c['copies'] == 1 else 'ies'} "
+            f"per stage, {c['consumers']} consumers)")
+
+
+BARS = types.Array(types.uint64, 1, "C")
+
+
+def _check_bars(api: str, bars) -> None:
+    check_barrier(api, "bars", bars)
+    if bars.ndim > 1 and bars.layout != "C":
+        raise TypingError(f"{api}: `bars` must be a C-contiguous shared uint64 array, "
+                          f"for example cuda.shared.array((2, STAGES), np.uint64), got {bars}")
+
+
+def _flat(context, builder, ty, value):
+    """The barrier array as a 1-D C view of all its barriers."""
+    src = context.make_array(ty)(context, builder, value)
+    out = context.make_array(BARS)(context, builder)
+    context.populate_array(out, data=src.data, shape=[src.nitems],
+                           strides=[context.get_constant(types.intp, 8)],
+                           itemsize=context.get_constant(types.intp, 8), meminfo=None)
+    return out._getvalue()
+
+
+def _build(context, builder, sig, values):
+    """A pipeline tuple: the barrier view (if any), then its constants."""
+    tup = cgutils.get_null_value(context.get_value_type(sig.return_type))
+    for i, (ty, v) in enumerate(zip(sig.return_type.types, values)):
+        if isinstance(ty, types.Literal):
+            v = context.get_constant(ty.literal_type, ty.literal_value)
+        else:
+            v = _flat(context, builder, sig.args[0], v)
+        tup = builder.insert_value(tup, v, i)
+    return tup
+
+
+# --- constructors ---------------------------------------------------------------
+
+
+@intrinsic
+def group_pipeline(typingctx, stages, shared=False):
+    """A ring of ``stages`` slots on cp.async commit/wait groups (no barriers).
+
+    Each thread runs the whole protocol for its own copies.  Every stage is
+    committed, empty ones too (predicate the copies, not the commit): the
+    wait counts groups.
+
+    - ``shared=False``: a thread reads only what its own copies wrote.
+      ``consumer_wait`` is ``wait_group(stages - 1)``: commit the slot
+      ``stages - 1`` ahead before waiting (the prologue commits ``stages - 1``).
+    - ``shared=True``: threads read each other's copies.  ``consumer_wait``
+      is ``wait_group(stages - 2)`` and a block barrier, which also frees
+      the slot the consumers used last; acquire the slot ``stages - 1`` ahead
+      after the wait (the prologue commits ``stages - 1``).
+
+    Example::
+
+        pipe = ac.pipeline.group_pipeline(4)
+        ps, cs = ac.pipeline.producer_start(pipe), ac.pipeline.consumer_start(pipe)
+        for t in range(3):                              # prologue: stages - 1 tiles
+            ac.pipeline.producer_acquire(pipe, ps)
+            ac.cp_async(ring[ps.slot, tid, :], A[t, tid, :], 16)
+            ac.pipeline.producer_commit(pipe, ps)
+            ps = ac.pipeline.advance(pipe, ps)
+        for t in range(n):
+            ac.pipeline.producer_acquire(pipe, ps)
+            if t + 3 < n:
+                ac.cp_async(ring[ps.slot, tid, :], A[t + 3, tid, :], 16)
+            ac.pipeline.producer_commit(pipe, ps)
+            ps = ac.pipeline.advance(pipe, ps)
+            ac.pipeline.consumer_wait(pipe, cs)
+            out[t, tid] = ring[cs.slot, tid, 0]
+            ac.pipeline.consumer_release(pipe, cs)
+            cs = ac.pipeline.advance(pipe, cs)
+    """
+    api = "group_pipeline"
+    s = _count(api, "stages", stages, 1, MAX_STAGES)
+    sh = literal_value(shared, api, "shared", kind=bool)
+    if not isinstance(sh, bool):
+        raise TypingError(f"{api}: `shared` must be a bool constant, got {sh!r}")
+    if sh and s < 2:
+        raise TypingError(f"{api}: `stages`={s}: a shared group pipeline needs 2 or more stages")
+    ret = types.NamedTuple([types.literal(s), types.literal(sh)], GroupPipeline)
+
+    def codegen(context, builder, sig, args):
+        return _build(context, builder, sig, [None, None])
+
+    return ret(stages, shared), codegen
+
+
+@intrinsic
+def cp_async_pipeline(typingctx, bars, stages, producers, consumers):
+    """A ring of ``stages`` slots filled by cp.async, tracked by mbarriers.
+
+    - ``bars``: a shared ``uint64`` array of ``2 * stages`` barriers,
+      ``cuda.shared.array((2, STAGES), np.uint64)`` (full barriers, then
+      empty ones); :func:`init` initialises them.
+    - ``producers``: threads that copy into every stage; each calls
+      ``producer_acquire``/``producer_commit`` (a ``cp.async.mbarrier.arrive``
+      that arrives when that thread's copies have landed).
+    - ``consumers``: threads that call ``consumer_release`` for every stage
+      (or one lane per consumer warp, as for :func:`tma_pipeline`).
+
+    Example::
+
+        bars = cuda.shared.array((2, STAGES), np.uint64)
+        pipe = ac.pipeline.cp_async_pipeline(bars, STAGES, producers=32, consumers=96)
+        ac.pipeline.init(pipe)
+    """
+    api = "cp_async_pipeline"
+    _check_bars(api, bars)
+    s = _count(api, "stages", stages, 1, MAX_STAGES)
+    p = _count(api, "producers", producers, 1, MAX_COUNT)
+    c = _count(api, "consumers", consumers, 1, MAX_COUNT)
+    ret = types.NamedTuple([BARS, types.literal(s), types.literal(p), types.literal(c)],
+                           CpAsyncPipeline)
+
+    def codegen(context, builder, sig, args):
+        return _build(context, builder, sig, [args[0], None, None, None])
+
+    return ret(bars, stages, producers, consumers), codegen
+
+
+@intrinsic
+def tma_pipeline(typingctx, bars, stages, consumers, copies=1):
+    """A ring of ``stages`` slots filled by bulk or TMA copies on transaction
+    barriers.
+
+    - ``bars``: a shared ``uint64`` array of ``2 * stages`` barriers,
+      ``cuda.shared.array((2, STAGES), np.uint64)``; :func:`init`
+      initialises them.
+    - ``consumers``: arrivals that release a stage: the threads that call
+      ``consumer_release`` for every stage (all consumer threads, or one lane
+      per consumer warp after a ``cuda.syncwarp()``: then the warp count).
+    - ``copies``: copies issued into every stage through :func:`copy_bulk` /
+      :func:`copy_tensor` (one thread issues them, usually the elected lane
+      of a producer warp).  Each copy arrives on the slot's barrier with its
+      byte count before the copy starts, so the stage completes when all
+      ``copies`` have arrived and all their bytes have landed.
+
+    Example::
+
+        bars = cuda.shared.array((2, STAGES), np.uint64)
+        pipe = ac.pipeline.tma_pipeline(bars, STAGES, consumers=128, copies=2)  # A and B tiles
+        ac.pipeline.init(pipe)
+    """
+    api = "tma_pipeline"
+    _check_bars(api, bars)
+    s = _count(api, "stages", stages, 1, MAX_STAGES)
+    c = _count(api, "consumers", consumers, 1, MAX_COUNT)
+    n = _count(api, "copies", copies, 1, MAX_COUNT)
+    ret = types.NamedTuple([BARS, types.literal(s), types.literal(c), types.literal(n)], TmaPipeline)
+
+    def codegen(context, builder, sig, args):
+        return _build(context, builder, sig, [args[0], None, None, None])
+
+    return ret(bars, stages, consumers, copies), codegen
+
+
+# --- lowering helpers -------------------------------------------------------------
+
+#: operations named in checked-mode messages (an int literal selects one)
+OPS = ("producer_acquire", "consumer_wait", "producer_tail")
+
+
+@intrinsic
+def _wait(typingctx, bars, k, parity, slot, count, op, what):
+    """Block until the phase of parity ``parity`` of barrier ``bars[k]``
+    completes: a ``try_wait`` loop (``test_wait`` on sm_80) like
+    ``mbarrier_wait_parity``, whose checked-mode timeout names the pipeline
+    operation, the slot, the state's step and phase."""
+    name = OPS[literal_value(op, "pipeline", "op")]
+    desc = literal_value(what, "pipeline", "what", kind=str)
+    cc = compile_cc()
+    wf = _wait_form(name, "try_wait" if cc is None or cc >= (9, 0) else "test_wait", True, None, None)
+    side = "its producers' commit" if name == "consumer_wait" else "its consumers' release"
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        kk = as_i32(context, builder, args[1], sig.args[1])
+        a = builder.add(shared_addr32(builder, ary.data), builder.mul(kk, ir.Constant(I32, 8)))
+        p = as_i32(context, builder, args[2], sig.args[2])
+        checked = _checked._note_compiled()
+        if checked:
+            start = asm(builder, _GLOBALTIMER, "=l", [], ret=I64)
+        fn = builder.function
+        loop = fn.append_basic_block(f"{name}.loop")
+        done = fn.append_basic_block(f"{name}.done")
+        builder.branch(loop)
+        builder.position_at_end(loop)
+        ok = predicate(builder, f"{wf.opcode} p, [$1], $2;", f"r,{wf.operand}", [a, p])
+        if not checked:
+            builder.cbranch(ok, done, loop)
+        else:
+            timing = fn.append_basic_block(f"{name}.timeout")
+            builder.cbranch(ok, done, timing)
+            builder.position_at_end(timing)
+            now = asm(builder, _GLOBALTIMER, "=l", [], ret=I64)
+            late = builder.icmp_unsigned(">", builder.sub(now, start),
+                                         ir.Constant(I64, _checked.wait_timeout_ns()))
+            word = asm(builder, _LOAD_WORD, "=l,r", [a], ret=I64)
+            slot_v = as_i32(context, builder, args[3], sig.args[3])
+            count_v = as_i32(context, builder, args[4], sig.args[4])
+            trap_if(context, builder, late, f"pipeline {name}",
+                    f"timed out after {_checked.wait_timeout_ns()} ns on slot %u (step %u, phase %u) "
+                    f"of a {desc}: {side} never came (barrier word 0x%016llx)",
+                    [slot_v, count_v, p, word])
+            builder.branch(loop)
+        builder.position_at_end(done)
+        return context.get_dummy_value()
+
+    return types.void(bars, k, parity, slot, count, op, what), codegen
+
+
+@intrinsic
+def _at(typingctx, bars, k):
+    """Barrier ``k`` of the pipeline as a one-element view (``bars[k:]``
+    without the slice's bounds clamp: ``k`` is a slot the pipeline made)."""
+
+    def codegen(context, builder, sig, args):
+        src = context.make_array(sig.args[0])(context, builder, args[0])
+        kk = builder.zext(as_i32(context, builder, args[1], sig.args[1]), I64)
+        out = context.make_array(BARS)(context, builder)
+        eight = context.get_constant(types.intp, 8)
+        context.populate_array(out, data=builder.gep(src.data, [kk]),
+                               shape=[context.get_constant(types.intp, 1)], strides=[eight],
+                               itemsize=eight, meminfo=None)
+        return out._getvalue()
+
+    return BARS(bars, k), codegen
+
+
+@intrinsic
+def _check_init(typingctx, bars, need, threads, what):
+    """Checked mode: the barrier array holds ``need`` barriers and the block
+    has at least ``threads`` threads."""
+    desc = literal_value(what, "pipeline", "what", kind=str)
+    n_need = literal_value(need, "pipeline", "need")
+    n_threads = literal_value(threads, "pipeline", "threads")
+
+    def codegen(context, builder, sig, args):
+        if _checked._note_compiled():
+            ary = context.make_array(sig.args[0])(context, builder, args[0])
+            size = builder.extract_value(ary.shape, 0)
+            trap_if(context, builder, builder.icmp_signed("<", size, ir.Constant(size.type, n_need)),
+                    "pipeline init", f"`bars` holds %lld barriers; a {desc} needs {n_need}", [size])
+            nt = block_threads(builder)
+            trap_if(context, builder, builder.icmp_unsigned("<", nt, ir.Constant(I32, n_threads)),
+                    "pipeline init", f"the block has %u threads; a {desc} is built for "
+                    f"{n_threads} producer and consumer threads", [nt])
+        return context.get_dummy_value()
+
+    return types.void(bars, need, threads, what), codegen
+
+
+# --- operations ----------------------------------------------------------------------
+#
+# Each operation is an intrinsic whose typing picks a Python implementation
+# for the pipeline's kind and constants; lowering compiles it in place (the
+# constants are closure values, so every branch on them folds away).
+
+U0, U1 = np.uint32(0), np.uint32(1)
+STATE = types.NamedUniTuple(types.uint32, 3, PipelineState)
+
+
+def _lower(impl):
+    """Codegen that compiles ``impl`` for the call's signature.  Not cached:
+    the checked mode and the target, which change the intrinsics it calls,
+    are not in numba's key for internal functions."""
+
+    def codegen(context, builder, sig, args):
+        cres = context.compile_subroutine(builder, impl, sig, caching=False)
+        return context.call_internal(builder, cres.fndesc, sig, args)
+
+    return codegen
+
+
+# implementations without constants (named functions: numba finds their
+# source for line info, which it cannot for lambdas)
+def _nothing(pipe, state):
+    return None
+
+
+def _no_init(pipe):
+    return None
+
+
+def _producer_start(pipe):
+    return PipelineState(U0, U1, U0)
+
+
+def _consumer_start(pipe):
+    return PipelineState(U0, U0, U0)
+
+
+def _commit(pipe, state):
+    commit_group()
+
+
+def _wait_all(pipe, state):
+    wait_all()
+
+
+@intrinsic
+def init(typingctx, pipe):
+    """Initialise the pipeline's barriers; call it from every thread of the
+    block (thread 0 initialises, then a block barrier publishes them).  A
+    group pipeline has nothing to initialise.
+
+    Example::
+
+        pipe = ac.pipeline.tma_pipeline(bars, 4, consumers=128)
+        ac.pipeline.init(pipe)
+    """
+    kind = _pipe_kind("init", pipe)
+    c = _consts(pipe)
+    if kind == "group":
+        return types.void(pipe), _lower(_no_init)
+    desc = _describe(kind, c)
+    stages = c["stages"]
+    full = c["producers"] if kind == "cp_async" else c["copies"]
+    empty = c["consumers"]
+    threads = c["consumers"] + (c["producers"] if kind == "cp_async" else 1)
+    need = 2 * stages
+    tx = kind == "tma"
+
+    def impl(pipe):
+        _check_init(pipe.bars, need, threads, desc)
+        if cuda.threadIdx.x == 0 and cuda.threadIdx.y == 0 and cuda.threadIdx.z == 0:
+            for s in range(stages):
+                mbarrier_init(_at(pipe.bars, s), full)
+                mbarrier_init(_at(pipe.bars, stages + s), empty)
+            if tx:
+                fence_proxy_async("shared::cta")  # the inits, before the copy engine sees them
+        cuda.syncthreads()
+
+    return types.void(pipe), _lower(impl)
+
+
+@intrinsic
+def producer_start(typingctx, pipe):
+    """The producer's first state: slot 0, phase 1 (every slot starts free).
+
+    Example::
+
+        st = ac.pipeline.producer_start(pipe)
+    """
+    _pipe_kind("producer_start", pipe)
+    return STATE(pipe), _lower(_producer_start)
+
+
+@intrinsic
+def consumer_start(typingctx, pipe):
+    """The consumer's first state: slot 0, phase 0 (no slot is full yet).
+
+    Example::
+
+        st = ac.pipeline.consumer_start(pipe)
+    """
+    _pipe_kind("consumer_start", pipe)
+    return STATE(pipe), _lower(_consumer_start)
+
+
+@intrinsic
+def advance(typingctx, pipe, state):
+    """The next state: the next slot, the phase flipped when the ring wraps,
+    the step plus one (32-bit unsigned arithmetic, no division).
+
+    Example::
+
+        st = ac.pipeline.advance(pipe, st)
+    """
+    _pipe_kind("advance", pipe)
+    _check_state("advance", state)
+    last = np.uint32(_consts(pipe)["stages"] - 1)
+
+    def impl(pipe, state):
+        wrap = state.slot == last
+        index = U0 if wrap else np.uint32(state.slot + U1)
+        phase = np.uint32(state.phase ^ U1) if wrap else state.phase
+        return PipelineState(index, phase, np.uint32(state.step + U1))
+
+    return STATE(pipe, state), _lower(impl)
+
+
+@intrinsic
+def producer_acquire(typingctx, pipe, state):
+    """Wait until slot ``state.slot`` is free (its consumers released the
+    previous fill).  A group pipeline does not wait: its threads released
+    the slot themselves (and ``shared=True`` freed it in ``consumer_wait``).
+
+    Example::
+
+        ac.pipeline.producer_acquire(pipe, st)
+    """
+    kind = _pipe_kind("producer_acquire", pipe)
+    _check_state("producer_acquire", state)
+    sig = types.void(pipe, state)
+    if kind == "group":
+        return sig, _lower(_nothing)
+    c = _consts(pipe)
+    stages, desc = c["stages"], _describe(kind, c)
+
+    def impl(pipe, state):
+        _wait(pipe.bars, np.uint32(stages + state.slot), state.phase, state.slot, state.step, 0, desc)
+
+    return sig, _lower(impl)
+
+
+@intrinsic
+def producer_try_acquire(typingctx, pipe, state):
+    """Non-blocking ``producer_acquire``: True when slot ``state.slot`` is
+    free (``mbarrier.test_wait.parity`` on its empty barrier); on True the
+    slot is acquired.  Not for a group pipeline (a compile-time error).
+
+    Example::
+
+        if ac.pipeline.producer_try_acquire(pipe, st):
+            ac.pipeline.copy_tensor(pipe, st, ring[st.slot], tmap, (r, 0))
+            ac.pipeline.producer_commit(pipe, st)
+            st = ac.pipeline.advance(pipe, st)
+    """
+    kind = _pipe_kind("producer_try_acquire", pipe)
+    _check_state("producer_try_acquire", state)
+    if kind == "group":
+        raise TypingError("producer_try_acquire: a group pipeline has nothing to test (its "
+                          "producer_acquire never waits); use producer_acquire")
+    stages = _consts(pipe)["stages"]
+
+    def impl(pipe, state):
+        return mbarrier_test_wait_parity(_at(pipe.bars, np.uint32(stages + state.slot)), state.phase)
+
+    return types.boolean(pipe, state), _lower(impl)
+
+
+@intrinsic
+def producer_commit(typingctx, pipe, state):
+    """Signal that this thread's copies into slot ``state.slot`` are issued:
+    ``commit_group`` (group pipeline), ``cp.async.mbarrier.arrive.noinc`` on
+    the full barrier (cp_async pipeline); nothing for a tma pipeline (its
+    copies arrived with their bytes), where it marks the end of the stage
+    for the simulator's checks.
+
+    Example::
+
+        ac.pipeline.producer_commit(pipe, st)
+    """
+    kind = _pipe_kind("producer_commit", pipe)
+    _check_state("producer_commit", state)
+    sig = types.void(pipe, state)
+    if kind == "group":
+        return sig, _lower(_commit)
+    if kind == "tma":
+        return sig, _lower(_nothing)
+
+    def impl(pipe, state):
+        cp_async_mbarrier_arrive(_at(pipe.bars, state.slot), noinc=True)
+
+    return sig, _lower(impl)
+
+
+@intrinsic
+def consumer_wait(typingctx, pipe, state):
+    """Wait until slot ``state.slot`` is full: its copies landed.
+
+    Example::
+
+        ac.pipeline.consumer_wait(pipe, st)
+        x = ring[st.slot, tid]
+    """
+    kind = _pipe_kind("consumer_wait", pipe)
+    _check_state("consumer_wait", state)
+    sig = types.void(pipe, state)
+    c = _consts(pipe)
+    if kind == "group":
+        n = c["stages"] - (2 if c["shared"] else 1)
+
+        def wait_shared(pipe, state):
+            wait_group(n)
+            cuda.syncthreads()  # everyone's copies landed; the slot read last is free
+
+        def wait_own(pipe, state):
+            wait_group(n)
+
+        return sig, _lower(wait_shared if c["shared"] else wait_own)
+    desc = _describe(kind, c)
+
+    def impl(pipe, state):
+        _wait(pipe.bars, state.slot, state.phase, state.slot, state.step, 1, desc)
+
+    return sig, _lower(impl)
+
+
+@intrinsic
+def consumer_try_wait(typingctx, pipe, state):
+    """Non-blocking ``consumer_wait``: True when slot ``state.slot`` is full
+    (``mbarrier.test_wait.parity``).  Not for a group pipeline (a
+    compile-time error: cp.async groups have no test).
+
+    Example::
+
+        while not ac.pipeline.consumer_try_wait(pipe, st):
+            do_other_work()
+    """
+    kind = _pipe_kind("consumer_try_wait", pipe)
+    _check_state("consumer_try_wait", state)
+    if kind == "group":
+        raise TypingError("consumer_try_wait: a group pipeline cannot test its slots "
+                          "(cp.async groups have no non-blocking test); use consumer_wait, "
+                          "or a cp_async_pipeline")
+
+    def impl(pipe, state):
+        return mbarrier_test_wait_parity(_at(pipe.bars, state.slot), state.phase)
+
+    return types.boolean(pipe, state), _lower(impl)
+
+
+@intrinsic
+def consumer_release(typingctx, pipe, state):
+    """This thread is done with slot ``state.slot``: one arrival on its
+    empty barrier (nothing for a group pipeline).
+
+    Example::
+
+        ac.pipeline.consumer_release(pipe, st)
+    """
+    kind = _pipe_kind("consumer_release", pipe)
+    _check_state("consumer_release", state)
+    sig = types.void(pipe, state)
+    if kind == "group":
+        return sig, _lower(_nothing)
+    stages = _consts(pipe)["stages"]
+
+    def impl(pipe, state):
+        mbarrier_arrive(_at(pipe.bars, np.uint32(stages + state.slot)))
+
+    return sig, _lower(impl)
+
+
+@intrinsic
+def producer_tail(typingctx, pipe, state):
+    """Wait until the consumers have released every slot, so that no copy
+    or read of the ring is outstanding (before the block exits or reuses the
+    ring's memory); ``wait_all`` for a group pipeline.
+
+    Example::
+
+        ac.pipeline.producer_tail(pipe, st)
+    """
+    kind = _pipe_kind("producer_tail", pipe)
+    _check_state("producer_tail", state)
+    sig = types.void(pipe, state)
+    if kind == "group":
+        return sig, _lower(_wait_all)
+    c = _consts(pipe)
+    stages, desc = c["stages"], _describe(kind, c)
+    last = np.uint32(stages - 1)
+
+    def impl(pipe, state):
+        index, phase, count = state.slot, state.phase, state.step
+        for _ in range(stages):
+            _wait(pipe.bars, np.uint32(stages + index), phase, index, count, 2, desc)
+            wrap = index == last
+            phase = np.uint32(phase ^ U1) if wrap else phase
+            index = U0 if wrap else np.uint32(index + U1)
+            count = np.uint32(count + U1)
+
+    return sig, _lower(impl)
+
+
+def _tma_only(api: str, pipe, state) -> None:
+    kind = _pipe_kind(api, pipe)
+    if kind != "tma":
+        raise TypingError(f"{api}: copies through the pipeline need a tma_pipeline "
+                          f"(transaction barriers), got a {kind} pipeline; issue cp_async "
+                          "yourself between producer_acquire and producer_commit")
+    _check_state(api, state)
+
+
+@intrinsic
+def copy_bulk(typingctx, pipe, state, dst, src):
+    """Bulk-copy ``src`` (global) into ``dst`` (shared) as one of the copies
+    of slot ``state.slot`` of a tma pipeline: arrive on the slot's full
+    barrier expecting ``dst``'s bytes, then ``cp_async_bulk_g2s``.
+
+    Example::
+
+        ac.pipeline.copy_bulk(pipe, st, ring[st.slot], src[b:b + words])
+    """
+    _tma_only("copy_bulk", pipe, state)
+    validate_bulk_g2s(dst, src, BARS, types.Omitted(None), types.Omitted(None))
+
+    def impl(pipe, state, dst, src):
+        bar = _at(pipe.bars, state.slot)
+        mbarrier_arrive_expect_tx(bar, np.uint32(dst.size * dst.itemsize))
+        cp_async_bulk_g2s(dst, src, bar)
+
+    return types.void(pipe, state, dst, src), _lower(impl)
+
+
+@intrinsic
+def copy_tensor(typingctx, pipe, state, dst, tensor_map, coords, fence=True):
+    """TMA-load the box of ``tensor_map`` at ``coords`` into ``dst`` as one of
+    the copies of slot ``state.slot`` of a tma pipeline: arrive on the
+    slot's full barrier expecting ``dst``'s bytes (a tile is exactly one box:
+    checked mode compares them with the map's box bytes), then
+    ``cp_async_bulk_tensor_load``.  ``fence=False`` skips the tensormap proxy
+    fence (call ``ac.fence_proxy_tensormap`` once first).
+
+    Example::
+
+        ac.pipeline.copy_tensor(pipe, st, ring[st.slot], tmap, (32 * t, 0), fence=False)
+    """
+    _tma_only("copy_tensor", pipe, state)
+    f = literal_value(fence, "copy_tensor", "fence", kind=bool)
+    if not isinstance(f, bool):
+        raise TypingError(f"copy_tensor: `fence` must be a bool constant, got {f!r}")
+    validate_load(dst, tensor_map, coords, BARS, types.Omitted(None), types.Omitted(None), fence)
+
+    def impl(pipe, state, dst, tensor_map, coords, fence):
+        bar = _at(pipe.bars, state.slot)
+        mbarrier_arrive_expect_tx(bar, np.uint32(dst.size * dst.itemsize))
+        cp_async_bulk_tensor_load(dst, tensor_map, coords, bar, fence=f)
+
+    return types.void(pipe, state, dst, tensor_map, coords, fence), _lower(impl)
+
+
+from . import sim as _sim  # noqa: E402
+
+if _sim.ENABLED:
+    # NUMBA_ENABLE_CUDASIM=1: the same names run in Python, with the protocol checked
+    from .sim import pipeline as _sim_pipeline
+
+    globals().update({n: getattr(_sim_pipeline, n) for n in __all__ if hasattr(_sim_pipeline, n)})

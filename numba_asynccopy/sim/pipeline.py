@@ -1,0 +1,414 @@
+"""Pipelines in the simulator: the device protocol, every rule of it checked.
+
+The operations run on the simulator's own intrinsics (so copies land only
+when correctly waited for under the worst schedule), and the protocol is
+checked as it runs; each broken rule is a
+:class:`~numba_asynccopy.sim.SimulatorError` (a
+:class:`~numba_asynccopy.sim.DeadlockError` for a wait that can never
+finish) naming the pipeline operation, the slot, the state's step and phase,
+and the counts involved:
+
+- a consumer waiting on a slot no producer will fill (deadlock, with the
+  barrier's arrivals and bytes; for a group pipeline, too few groups
+  committed after the slot for its ``wait_group``);
+- a ``consumer_release`` without a ``consumer_wait`` of that state;
+- a second ``producer_acquire`` of a slot still in use (not committed, a
+  state not advanced, or for a group pipeline a slot not released);
+- a tma stage whose copies differ from the pipeline's ``copies``, or whose
+  barrier got copies of more or fewer bytes than the pipeline armed;
+- more producer or consumer threads than the pipeline was built for (fewer
+  show up as a deadlock naming the missing arrivals), or a block too small.
+
+Example::
+
+    # NUMBA_ENABLE_CUDASIM=1
+    kernel[1, 128](tmap, out)    # SimulatorError: ... pipeline consumer_release: slot 2 ...
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import numpy as np
+
+from . import _runtime as rt
+from . import bulk as _bulk
+from . import cp_async as _cp
+from . import mbarrier as _mb
+from . import tensor as _tensor
+from ._mirror import mirrors
+
+_dev = sys.modules["numba_asynccopy.pipeline"]
+# the device constructors (intrinsics): their typing validates the arguments
+_DEV = {n: getattr(_dev, n) for n in ("group_pipeline", "cp_async_pipeline", "tma_pipeline")}
+PipelineState = _dev.PipelineState
+GroupPipeline, CpAsyncPipeline, TmaPipeline = _dev.GroupPipeline, _dev.CpAsyncPipeline, _dev.TmaPipeline
+barrier_count = _dev.barrier_count
+U0, U1 = np.uint32(0), np.uint32(1)
+
+
+# what each twin checks beyond the device operation (appended to its docstring)
+_NOTES = {
+    "init": (
+        "also checks the barrier array and the block size like checked mode."),
+    "producer_acquire": (
+        "also raises a named error for a second acquire of a slot still in use, and a "
+        "DeadlockError showing both barriers of the slot when it can never become free."),
+    "producer_try_acquire": (
+        "also raises a named error for a second acquire of a slot still in use."),
+    "producer_commit": (
+        "also checks a tma stage's copies and bytes against what the pipeline armed, and "
+        "the producer count."),
+    "consumer_wait": (
+        "also raises a DeadlockError showing both barriers of the slot when no producer "
+        "fills it, and for a group pipeline a named error when too few groups follow the "
+        "slot."),
+    "consumer_release": (
+        "also raises a named error for a release without a wait and for more releases "
+        "than consumers."),
+}
+
+
+# --- constructors -------------------------------------------------------------------
+
+
+@mirrors(_dev.group_pipeline)
+def group_pipeline(stages, shared=False):
+    rt.validate(_DEV["group_pipeline"], stages, shared)
+    return GroupPipeline(int(stages), bool(shared))
+
+
+@mirrors(_dev.cp_async_pipeline)
+def cp_async_pipeline(bars, stages, producers, consumers):
+    rt.validate(_DEV["cp_async_pipeline"], bars, stages, producers, consumers)
+    return CpAsyncPipeline(rt.unwrap(bars).reshape(-1), int(stages), int(producers), int(consumers))
+
+
+@mirrors(_dev.tma_pipeline)
+def tma_pipeline(bars, stages, consumers, copies=1):
+    rt.validate(_DEV["tma_pipeline"], bars, stages, consumers, copies)
+    return TmaPipeline(rt.unwrap(bars).reshape(-1), int(stages), int(consumers), int(copies))
+
+
+# --- bookkeeping ----------------------------------------------------------------------
+
+
+def _kind(api: str, pipe) -> str:
+    kind = _dev.KINDS.get(type(pipe))
+    if kind is None:
+        raise TypeError(f"{api}: `pipe` must be a pipeline built in the kernel by "
+                        f"ac.pipeline.group_pipeline, cp_async_pipeline or tma_pipeline, got {pipe!r}")
+    return kind
+
+
+def _consts(pipe) -> dict:
+    return {f: v for f, v in zip(pipe._fields, pipe) if f != "bars"}
+
+
+def _desc(pipe) -> str:
+    return _dev._describe(_kind("pipeline", pipe), _consts(pipe))
+
+
+def _state(api: str, state) -> tuple[int, int, int]:
+    if not isinstance(state, PipelineState):
+        raise TypeError(f"{api}: `state` must be a PipelineState from ac.pipeline.producer_start, "
+                        f"consumer_start or advance, got {state!r}")
+    return int(state.slot), int(state.phase), int(state.step)
+
+
+def _where(api: str, pipe, state) -> str:
+    i, p, c = _state(api, state)
+    return f"slot {i} (step {c}, phase {p}) of a {_desc(pipe)}"
+
+
+def _fail(api: str, pipe, state, rule: str) -> rt.SimulatorError:
+    return rt.violation(f"pipeline {api}", f"{_where(api, pipe, state)}: {rule}")
+
+
+def _key(pipe):
+    """Identity of a pipeline: its barrier array (a group pipeline: its shape)."""
+    if isinstance(pipe, GroupPipeline):
+        return ("group", pipe.stages, pipe.shared)
+    return ("bars", rt.address(rt.unwrap(pipe.bars)))
+
+
+def _thread_rec(api: str, pipe) -> dict:
+    """This thread's record of a pipeline: per slot, the step of the state it
+    acquired and has not committed ("open"), committed and not released
+    ("filled", group pipelines), waited for and not released ("waited"); the
+    copies and bytes of the open stage; the last step acquired; the groups
+    committed."""
+    th, _ = rt.current(api)
+    recs = th.__dict__.setdefault("_ac_pipes", {})
+    return recs.setdefault(_key(pipe), {"open": {}, "filled": {}, "waited": {}, "copies": {},
+                                        "bytes": {}, "acquired": -1, "commits": 0})
+
+
+def _bar(pipe, k: int) -> np.ndarray:
+    return rt.unwrap(pipe.bars)[k:]
+
+
+def _blocking_wait(api: str, pipe, state, k: int, parity: int, side: str) -> None:
+    """Wait for the phase of parity ``parity`` of barrier ``k``; a deadlock
+    names the pipeline operation, the slot, the side that never came and
+    both barriers of the slot (whichever thread of a stuck ring reports it,
+    the counts of the missing arrivals are in the message)."""
+    line = rt.caller_line()
+    th, blk = rt.current(api)
+    i = int(state.slot)
+    with blk.cond:
+        b = rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, k))
+        full = rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, i))
+        empty = rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, pipe.stages + i))
+        th.spin = None
+
+        def fail():
+            raise rt.DeadlockError(
+                f"{rt.SIM_PREFIX}pipeline {api}: deadlock: every thread of the block is blocked "
+                f"and {_where(api, pipe, state)} can never become {side}: its full barrier is in "
+                f"{full.report()}; its empty barrier is in {empty.report()}; waiting at {line} "
+                f"{rt.where()}")
+
+        blk.block_until(_mb._done_fn(b, blk, True, parity), fail)
+
+
+# --- operations -------------------------------------------------------------------------
+
+
+@mirrors(_dev.init, _NOTES["init"])
+def init(pipe):
+    kind = _kind("init", pipe)
+    if kind == "group":
+        return
+    c = _consts(pipe)
+    bars = rt.unwrap(pipe.bars)
+    if bars.size < 2 * c["stages"]:
+        raise rt.violation("pipeline init", f"`bars` holds {bars.size} barriers; a {_desc(pipe)} "
+                           f"needs {2 * c['stages']}")
+    th, blk = rt.current("pipeline init")
+    threads = c["consumers"] + (c["producers"] if kind == "cp_async" else 1)
+    if blk.nthreads < threads:
+        raise rt.violation("pipeline init", f"the block has {blk.nthreads} threads; a {_desc(pipe)} "
+                           f"is built for {threads} producer and consumer threads")
+    t = threading.current_thread()
+    if tuple(t.threadIdx) == (0, 0, 0):
+        full = c["producers"] if kind == "cp_async" else c["copies"]
+        for s in range(c["stages"]):
+            _mb.mbarrier_init(bars[s:], full)
+            _mb.mbarrier_init(bars[c["stages"] + s:], c["consumers"])
+    t.syncthreads()
+
+
+@mirrors(_dev.producer_start)
+def producer_start(pipe):
+    _kind("producer_start", pipe)
+    return PipelineState(U0, U1, U0)
+
+
+@mirrors(_dev.consumer_start)
+def consumer_start(pipe):
+    _kind("consumer_start", pipe)
+    return PipelineState(U0, U0, U0)
+
+
+@mirrors(_dev.advance)
+def advance(pipe, state):
+    _kind("advance", pipe)
+    i, p, c = _state("advance", state)
+    wrap = i == pipe.stages - 1
+    return PipelineState(np.uint32(0 if wrap else i + 1), np.uint32(p ^ 1 if wrap else p),
+                         np.uint32((c + 1) & 0xFFFFFFFF))
+
+
+@mirrors(_dev.producer_acquire, _NOTES["producer_acquire"])
+def producer_acquire(pipe, state):
+    api = "producer_acquire"
+    kind = _kind(api, pipe)
+    i, p, c = _state(api, state)
+    rec = _thread_rec(api, pipe)
+    if i in rec["open"]:
+        raise _fail(api, pipe, state, f"second producer_acquire of a slot still in use: this thread "
+                    f"acquired it at state step {rec['open'][i]} and has not committed it")
+    if c <= rec["acquired"]:
+        raise _fail(api, pipe, state, f"second producer_acquire of a slot still in use: this thread "
+                    f"already acquired state step {rec['acquired']} (advance the state after each "
+                    "stage)")
+    if kind == "group" and i in rec["filled"]:
+        raise _fail(api, pipe, state, "second producer_acquire of a slot still in use: the fill of "
+                    f"state step {rec['filled'][i]} was not consumer_release'd by this thread")
+    if kind != "group":
+        _blocking_wait(api, pipe, state, pipe.stages + i, p, "free (its consumers never release it)")
+    _acquired(rec, i, c)
+
+
+def _acquired(rec: dict, i: int, c: int) -> None:
+    rec["open"][i] = c
+    rec["acquired"] = c
+    rec["copies"][i], rec["bytes"][i] = 0, 0
+
+
+@mirrors(_dev.producer_try_acquire, _NOTES["producer_try_acquire"])
+def producer_try_acquire(pipe, state):
+    api = "producer_try_acquire"
+    if _kind(api, pipe) == "group":
+        raise TypeError("producer_try_acquire: a group pipeline has nothing to test")
+    i, p, c = _state(api, state)
+    rec = _thread_rec(api, pipe)
+    if i in rec["open"] or c <= rec["acquired"]:
+        raise _fail(api, pipe, state, "second producer_acquire of a slot still in use")
+    ok = bool(_mb.mbarrier_test_wait_parity(_bar(pipe, pipe.stages + i), p))
+    if ok:
+        _acquired(rec, i, c)
+    return ok
+
+
+def _committing(api: str, pipe, state, rec: dict) -> int:
+    i, _, c = _state(api, state)
+    if rec["open"].get(i) != c:
+        raise _fail(api, pipe, state, f"{api} without a producer_acquire of this state")
+    return i
+
+
+def _copy(api: str, pipe, state, dst) -> np.ndarray:
+    """Checks of a copy through a tma pipeline; returns the slot's barrier
+    after arming it (one arrival and ``dst``'s bytes)."""
+    if _kind(api, pipe) != "tma":
+        raise TypeError(f"{api}: copies through the pipeline need a tma_pipeline, got a "
+                        f"{_kind(api, pipe)} pipeline")
+    rec = _thread_rec(api, pipe)
+    i = _committing(api, pipe, state, rec)
+    nbytes = rt.unwrap(dst).nbytes
+    rec["copies"][i] += 1
+    rec["bytes"][i] += nbytes
+    if rec["copies"][i] > pipe.copies:
+        raise _fail(api, pipe, state, f"copy {rec['copies'][i]} of this stage, but the pipeline was "
+                    f"built for copies={pipe.copies} a stage")
+    bar = _bar(pipe, i)
+    _mb.mbarrier_arrive_expect_tx(bar, nbytes)
+    return bar
+
+
+@mirrors(_dev.copy_bulk)
+def copy_bulk(pipe, state, dst, src):
+    bar = _copy("copy_bulk", pipe, state, dst)
+    _bulk.cp_async_bulk_g2s(dst, src, bar)
+
+
+@mirrors(_dev.copy_tensor)
+def copy_tensor(pipe, state, dst, tensor_map, coords, fence=True):
+    bar = _copy("copy_tensor", pipe, state, dst)
+    _tensor.cp_async_bulk_tensor_load(dst, tensor_map, coords, bar, fence=fence)
+
+
+@mirrors(_dev.producer_commit, _NOTES["producer_commit"])
+def producer_commit(pipe, state):
+    api = "producer_commit"
+    kind = _kind(api, pipe)
+    rec = _thread_rec(api, pipe)
+    i = _committing(api, pipe, state, rec)
+    c = rec["open"].pop(i)
+    if kind == "group":
+        _cp.commit_group()
+        rec["filled"][i] = c
+        rec["commits"] += 1
+        return
+    th, blk = rt.current(api)
+    with blk.cond:
+        b = rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, i))
+        if kind == "tma":
+            n, armed = rec["copies"][i], rec["bytes"][i]
+            _, flight = b.in_flight()
+            landed = b.tx_completed + flight
+            # still this fill's phase (a completed phase has reset its counts)
+            if b.phase == int(state.step) // pipe.stages and (b.tx_expected != armed or landed != armed):
+                raise _fail(api, pipe, state, f"the stage's copies carry {landed} bytes but the "
+                            f"pipeline armed {armed} (barrier: {b.report()}); issue every copy "
+                            "of the stage through copy_bulk/copy_tensor")
+            if n != pipe.copies:
+                raise _fail(api, pipe, state, f"{n} cop{'y' if n == 1 else 'ies'} ({armed} bytes) "
+                            f"issued into the stage, but the pipeline was built for copies="
+                            f"{pipe.copies}: the stage would never complete")
+            return
+        pend, _ = b.outstanding()
+        if pend < 1 or b.phase != c // pipe.stages:
+            raise _fail(api, pipe, state, f"all {pipe.producers} producer arrivals of this fill "
+                        f"already came (its full barrier is in phase {b.phase}): more threads "
+                        f"commit than the producers={pipe.producers} the pipeline was built for")
+    _mb.cp_async_mbarrier_arrive(_bar(pipe, i), noinc=True)
+
+
+@mirrors(_dev.consumer_wait, _NOTES["consumer_wait"])
+def consumer_wait(pipe, state):
+    api = "consumer_wait"
+    kind = _kind(api, pipe)
+    i, p, c = _state(api, state)
+    rec = _thread_rec(api, pipe)
+    if kind == "group":
+        n = pipe.stages - (2 if pipe.shared else 1)
+        done = rec["commits"]
+        if done <= c:
+            raise _fail(api, pipe, state, f"no producer will fill it: this thread committed "
+                        f"{done} stage(s), state step {c} is stage {c + 1}")
+        after = done - c - 1
+        if after < n:
+            raise _fail(api, pipe, state, f"only {after} group(s) were committed after this stage, "
+                        f"but the pipeline waits with wait_group({n}), which would not wait for "
+                        f"it: commit every stage (empty ones too) and keep the producer "
+                        f"{pipe.stages - 1 if not pipe.shared else pipe.stages - 2} stage(s) ahead")
+        _cp.wait_group(n)
+        if pipe.shared:
+            threading.current_thread().syncthreads()
+    else:
+        _blocking_wait(api, pipe, state, i, p, "full (no producer commits it)")
+    rec["waited"][i] = c
+
+
+@mirrors(_dev.consumer_try_wait)
+def consumer_try_wait(pipe, state):
+    api = "consumer_try_wait"
+    if _kind(api, pipe) == "group":
+        raise TypeError("consumer_try_wait: a group pipeline cannot test its slots")
+    i, p, c = _state(api, state)
+    ok = bool(_mb.mbarrier_test_wait_parity(_bar(pipe, i), p))
+    if ok:
+        _thread_rec(api, pipe)["waited"][i] = c
+    return ok
+
+
+@mirrors(_dev.consumer_release, _NOTES["consumer_release"])
+def consumer_release(pipe, state):
+    api = "consumer_release"
+    kind = _kind(api, pipe)
+    i, p, c = _state(api, state)
+    rec = _thread_rec(api, pipe)
+    if rec["waited"].get(i) != c:
+        raise _fail(api, pipe, state, "consumer_release without a consumer_wait of this state "
+                    "in this thread")
+    del rec["waited"][i]
+    if kind == "group":
+        prod = rec["filled"].get(i)
+        if prod is not None and prod <= c:
+            del rec["filled"][i]
+        return
+    th, blk = rt.current(api)
+    with blk.cond:
+        b = rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, pipe.stages + i))
+        pend, _ = b.outstanding()
+        if pend < 1 or b.phase != c // pipe.stages:
+            raise _fail(api, pipe, state, f"all {pipe.consumers} consumer releases of this fill "
+                        f"already came (its empty barrier is in phase {b.phase}): more threads "
+                        f"release than the consumers={pipe.consumers} the pipeline was built for")
+    _mb.mbarrier_arrive(_bar(pipe, pipe.stages + i))
+
+
+@mirrors(_dev.producer_tail)
+def producer_tail(pipe, state):
+    api = "producer_tail"
+    if _kind(api, pipe) == "group":
+        _cp.wait_all()
+        return
+    for _ in range(pipe.stages):
+        i, p, _c = _state(api, state)
+        _blocking_wait(api, pipe, state, pipe.stages + i, p, "free (its consumers never release it)")
+        state = advance(pipe, state)

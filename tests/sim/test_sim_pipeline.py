@@ -1,0 +1,424 @@
+"""ac.pipeline in the simulator: every kind runs a ring over several wraps
+and matches numpy under the worst-case schedule, and each misuse of the
+protocol is a named error (operation, slot, phase, counts)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import numba_asynccopy as ac
+
+rng = np.random.default_rng()
+STAGES = 3
+NT = 8  # tiles: more than two wraps of the ring
+ROWS, COLS = 8, 32
+CONS = 32  # consumer threads (one warp)
+
+
+def rand(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# --- 1. the four kinds, correct -------------------------------------------------------------------
+
+
+@cuda.jit
+def tma_ring(tmap, out, ntiles):
+    bars = cuda.shared.array((2, STAGES), np.uint64)
+    ring = cuda.shared.array((STAGES, ROWS, COLS), np.float32, alignment=128)
+    pipe = ac.pipeline.tma_pipeline(bars, STAGES, consumers=CONS)
+    ac.pipeline.init(pipe)
+    tid = cuda.threadIdx.x
+    if tid < 32:                                   # producer warp, one elected lane
+        if ac.elect_sync():
+            st = ac.pipeline.producer_start(pipe)
+            for t in range(ntiles):
+                ac.pipeline.producer_acquire(pipe, st)
+                ac.pipeline.copy_tensor(pipe, st, ring[st.slot], tmap, (ROWS * t, 0))
+                ac.pipeline.producer_commit(pipe, st)
+                st = ac.pipeline.advance(pipe, st)
+            ac.pipeline.producer_tail(pipe, st)
+    else:
+        c = tid - 32
+        st = ac.pipeline.consumer_start(pipe)
+        for t in range(ntiles):
+            ac.pipeline.consumer_wait(pipe, st)
+            for r in range(ROWS):
+                out[ROWS * t + r, c] = ring[st.slot, r, c] * 2.0
+            ac.pipeline.consumer_release(pipe, st)
+            st = ac.pipeline.advance(pipe, st)
+
+
+def test_tma_ring_matches_numpy():
+    a = rand(ROWS * NT, COLS)
+    tmap = ac.TensorMap(cuda.to_device(a), (ROWS, COLS))
+    out = np.full_like(a, np.nan)
+    tma_ring[1, 32 + CONS](tmap, out, NT)
+    np.testing.assert_array_equal(out, 2 * a)
+
+
+@cuda.jit
+def bulk_ring(src, out, ntiles):  # two copies a stage: the halves of a tile
+    bars = cuda.shared.array((2, STAGES), np.uint64)
+    ring = cuda.shared.array((STAGES, 64), np.float32, alignment=128)
+    pipe = ac.pipeline.tma_pipeline(bars, STAGES, consumers=CONS, copies=2)
+    ac.pipeline.init(pipe)
+    tid = cuda.threadIdx.x
+    if tid == 0:
+        st = ac.pipeline.producer_start(pipe)
+        for t in range(ntiles):
+            ac.pipeline.producer_acquire(pipe, st)
+            ac.pipeline.copy_bulk(pipe, st, ring[st.slot, :32], src[64 * t:64 * t + 32])
+            ac.pipeline.copy_bulk(pipe, st, ring[st.slot, 32:], src[64 * t + 32:64 * t + 64])
+            ac.pipeline.producer_commit(pipe, st)
+            st = ac.pipeline.advance(pipe, st)
+        ac.pipeline.producer_tail(pipe, st)
+    elif tid >= 32:
+        c = tid - 32
+        st = ac.pipeline.consumer_start(pipe)
+        for t in range(ntiles):
+            ac.pipeline.consumer_wait(pipe, st)
+            out[t, c] = ring[st.slot, c] + ring[st.slot, c + 32]
+            ac.pipeline.consumer_release(pipe, st)
+            st = ac.pipeline.advance(pipe, st)
+
+
+def test_bulk_ring_two_copies_a_stage():
+    a = rand(64 * NT)
+    out = np.full((NT, 32), np.nan, np.float32)
+    bulk_ring[1, 32 + CONS](a, out, NT)
+    t = a.reshape(NT, 64)
+    np.testing.assert_array_equal(out, t[:, :32] + t[:, 32:])
+
+
+@cuda.jit
+def cp_async_ring(src, out, ntiles):  # src: float32[ntiles, 32, 4]
+    bars = cuda.shared.array((2, STAGES), np.uint64)
+    ring = cuda.shared.array((STAGES, 32, 4), np.float32, alignment=16)
+    pipe = ac.pipeline.cp_async_pipeline(bars, STAGES, producers=32, consumers=CONS)
+    ac.pipeline.init(pipe)
+    tid = cuda.threadIdx.x
+    if tid < 32:
+        st = ac.pipeline.producer_start(pipe)
+        for t in range(ntiles):
+            while not ac.pipeline.producer_try_acquire(pipe, st):
+                pass
+            ac.cp_async(ring[st.slot, tid, :], src[t, tid, :], 16)
+            ac.pipeline.producer_commit(pipe, st)
+            st = ac.pipeline.advance(pipe, st)
+    else:
+        c = tid - 32
+        st = ac.pipeline.consumer_start(pipe)
+        for t in range(ntiles):
+            while not ac.pipeline.consumer_try_wait(pipe, st):
+                pass
+            for j in range(4):
+                out[t, (c + 1) % 32, j] = ring[st.slot, (c + 1) % 32, j]  # another thread's copy
+            ac.pipeline.consumer_release(pipe, st)
+            st = ac.pipeline.advance(pipe, st)
+
+
+def test_cp_async_ring_matches_numpy():
+    a = rand(NT, 32, 4)
+    out = np.full_like(a, np.nan)
+    cp_async_ring[1, 32 + CONS](a, out, NT)
+    np.testing.assert_array_equal(out, a)
+
+
+@cuda.jit
+def group_ring(src, out, ntiles):  # src: float32[ntiles, 32, 4]; each thread its own row
+    ring = cuda.shared.array((STAGES, 32, 4), np.float32, alignment=16)
+    tid = cuda.threadIdx.x
+    pipe = ac.pipeline.group_pipeline(STAGES)
+    ps = ac.pipeline.producer_start(pipe)
+    cs = ac.pipeline.consumer_start(pipe)
+    for s in range(STAGES - 1):
+        ac.pipeline.producer_acquire(pipe, ps)
+        if s < ntiles:
+            ac.cp_async(ring[ps.slot, tid, :], src[s, tid, :], 16)
+        ac.pipeline.producer_commit(pipe, ps)
+        ps = ac.pipeline.advance(pipe, ps)
+    for t in range(ntiles):
+        ac.pipeline.producer_acquire(pipe, ps)
+        if t + STAGES - 1 < ntiles:
+            ac.cp_async(ring[ps.slot, tid, :], src[t + STAGES - 1, tid, :], 16)
+        ac.pipeline.producer_commit(pipe, ps)
+        ps = ac.pipeline.advance(pipe, ps)
+        ac.pipeline.consumer_wait(pipe, cs)
+        for j in range(4):
+            out[t, tid, j] = ring[cs.slot, tid, j]
+        ac.pipeline.consumer_release(pipe, cs)
+        cs = ac.pipeline.advance(pipe, cs)
+    ac.pipeline.producer_tail(pipe, ps)
+
+
+@cuda.jit
+def shared_group_ring(src, out, ntiles):  # sgemm's order: wait, refill the slot read last, use
+    ring = cuda.shared.array((STAGES, 32, 4), np.float32, alignment=16)
+    tid = cuda.threadIdx.x
+    pipe = ac.pipeline.group_pipeline(STAGES, shared=True)
+    ps = ac.pipeline.producer_start(pipe)
+    cs = ac.pipeline.consumer_start(pipe)
+    for s in range(STAGES - 1):
+        ac.pipeline.producer_acquire(pipe, ps)
+        if s < ntiles:
+            ac.cp_async(ring[ps.slot, tid, :], src[s, tid, :], 16)
+        ac.pipeline.producer_commit(pipe, ps)
+        ps = ac.pipeline.advance(pipe, ps)
+    for t in range(ntiles):
+        ac.pipeline.consumer_wait(pipe, cs)
+        ac.pipeline.producer_acquire(pipe, ps)
+        if t + STAGES - 1 < ntiles:
+            ac.cp_async(ring[ps.slot, tid, :], src[t + STAGES - 1, tid, :], 16)
+        ac.pipeline.producer_commit(pipe, ps)
+        ps = ac.pipeline.advance(pipe, ps)
+        for j in range(4):
+            out[t, tid, j] = ring[cs.slot, (tid + 1) % 32, j]
+        ac.pipeline.consumer_release(pipe, cs)
+        cs = ac.pipeline.advance(pipe, cs)
+    ac.pipeline.producer_tail(pipe, ps)
+
+
+def test_group_rings_match_numpy():
+    a = rand(NT, 32, 4)
+    out = np.full_like(a, np.nan)
+    group_ring[1, 32](a, out, NT)
+    np.testing.assert_array_equal(out, a)
+    out = np.full_like(a, np.nan)
+    shared_group_ring[1, 32](a, out, NT)
+    np.testing.assert_array_equal(out, np.roll(a, -1, axis=1))
+
+
+def test_rings_also_pass_eagerly():
+    a = rand(NT, 32, 4)
+    with ac.sim.schedule("eager"):
+        out = np.full_like(a, np.nan)
+        cp_async_ring[1, 32 + CONS](a, out, NT)
+        np.testing.assert_array_equal(out, a)
+        b = rand(64 * NT)
+        out = np.full((NT, 32), np.nan, np.float32)
+        bulk_ring[1, 32 + CONS](b, out, NT)
+        t = b.reshape(NT, 64)
+        np.testing.assert_array_equal(out, t[:, :32] + t[:, 32:])
+
+
+# --- 2. misuse ----------------------------------------------------------------------------------
+
+
+@cuda.jit
+def starved(src, out, fills, waits):
+    """The producer fills ``fills`` stages; the consumers wait for ``waits``."""
+    bars = cuda.shared.array((2, STAGES), np.uint64)
+    ring = cuda.shared.array((STAGES, 64), np.float32, alignment=128)
+    pipe = ac.pipeline.tma_pipeline(bars, STAGES, consumers=CONS)
+    ac.pipeline.init(pipe)
+    tid = cuda.threadIdx.x
+    if tid == 0:
+        st = ac.pipeline.producer_start(pipe)
+        for t in range(fills):
+            ac.pipeline.producer_acquire(pipe, st)
+            ac.pipeline.copy_bulk(pipe, st, ring[st.slot], src[64 * t:64 * t + 64])
+            ac.pipeline.producer_commit(pipe, st)
+            st = ac.pipeline.advance(pipe, st)
+    elif tid >= 32:
+        st = ac.pipeline.consumer_start(pipe)
+        for t in range(waits):
+            ac.pipeline.consumer_wait(pipe, st)
+            out[t, tid - 32] = ring[st.slot, tid - 32]
+            ac.pipeline.consumer_release(pipe, st)
+            st = ac.pipeline.advance(pipe, st)
+
+
+def test_consumer_waiting_on_a_slot_no_producer_fills_is_a_named_deadlock():
+    a = rand(64 * NT)
+    out = np.zeros((NT, 32), np.float32)
+    with pytest.raises(ac.sim.DeadlockError) as e:
+        starved[1, 32 + CONS](a, out, 4, 5)
+    msg = str(e.value)
+    assert "pipeline consumer_wait: deadlock" in msg, msg
+    assert "slot 1 (step 4, phase 1) of a tma pipeline (3 stages, 1 copy per stage, 32 consumers)" in msg
+    assert "can never become full (no producer commits it)" in msg
+    assert "expected 1 arrivals, 0 arrived" in msg, msg
+
+
+@cuda.jit
+def release_without_wait(src, out):
+    bars = cuda.shared.array((2, STAGES), np.uint64)
+    ring = cuda.shared.array((STAGES, 64), np.float32, alignment=128)
+    pipe = ac.pipeline.tma_pipeline(bars, STAGES, consumers=CONS)
+    ac.pipeline.init(pipe)
+    tid = cuda.threadIdx.x
+    if tid == 0:
+        st = ac.pipeline.producer_start(pipe)
+        ac.pipeline.producer_acquire(pipe, st)
+        ac.pipeline.copy_bulk(pipe, st, ring[st.slot], src[:64])
+        ac.pipeline.producer_commit(pipe, st)
+    elif tid >= 32:
+        st = ac.pipeline.consumer_start(pipe)
+        out[tid - 32] = ring[st.slot, tid - 32]          # BUG: no consumer_wait
+        ac.pipeline.consumer_release(pipe, st)
+
+
+def test_release_without_wait():
+    with pytest.raises(ac.sim.SimulatorError) as e:
+        release_without_wait[1, 32 + CONS](rand(64), np.zeros(32, np.float32))
+    msg = str(e.value)
+    assert "pipeline consumer_release: slot 0 (step 0, phase 0) of a tma pipeline" in msg, msg
+    assert "consumer_release without a consumer_wait of this state" in msg
+
+
+@cuda.jit
+def acquire_twice(src, out, advance):
+    bars = cuda.shared.array((2, STAGES), np.uint64)
+    ring = cuda.shared.array((STAGES, 64), np.float32, alignment=128)
+    pipe = ac.pipeline.tma_pipeline(bars, STAGES, consumers=CONS)
+    ac.pipeline.init(pipe)
+    if cuda.threadIdx.x == 0:
+        st = ac.pipeline.producer_start(pipe)
+        for t in range(2):
+            ac.pipeline.producer_acquire(pipe, st)
+            ac.pipeline.copy_bulk(pipe, st, ring[st.slot], src[64 * t:64 * t + 64])
+            ac.pipeline.producer_commit(pipe, st)
+            if advance:
+                st = ac.pipeline.advance(pipe, st)
+
+
+def test_second_acquire_of_a_slot_in_use():
+    with pytest.raises(ac.sim.SimulatorError) as e:
+        acquire_twice[1, 32 + CONS](rand(128), np.zeros(32, np.float32), False)
+    msg = str(e.value)
+    assert "pipeline producer_acquire: slot 0 (step 0, phase 1)" in msg, msg
+    assert "second producer_acquire of a slot still in use" in msg
+    assert "advance the state" in msg
+
+
+@cuda.jit
+def acquire_without_commit(src):
+    bars = cuda.shared.array((2, STAGES), np.uint64)
+    ring = cuda.shared.array((STAGES, 64), np.float32, alignment=128)
+    pipe = ac.pipeline.tma_pipeline(bars, STAGES, consumers=CONS)
+    ac.pipeline.init(pipe)
+    if cuda.threadIdx.x == 0:
+        st = ac.pipeline.producer_start(pipe)
+        ac.pipeline.producer_acquire(pipe, st)
+        ac.pipeline.copy_bulk(pipe, st, ring[st.slot], src)
+        ac.pipeline.producer_acquire(pipe, st)          # BUG: not committed
+
+
+def test_acquire_of_an_uncommitted_slot():
+    with pytest.raises(ac.sim.SimulatorError, match="acquired it at state step 0 and has not committed it"):
+        acquire_without_commit[1, 32 + CONS](rand(64))
+
+
+@cuda.jit
+def wrong_copies(src, raw):
+    bars = cuda.shared.array((2, STAGES), np.uint64)
+    ring = cuda.shared.array((STAGES, 64), np.float32, alignment=128)
+    pipe = ac.pipeline.tma_pipeline(bars, STAGES, consumers=CONS, copies=2)
+    ac.pipeline.init(pipe)
+    if cuda.threadIdx.x == 0:
+        st = ac.pipeline.producer_start(pipe)
+        ac.pipeline.producer_acquire(pipe, st)
+        ac.pipeline.copy_bulk(pipe, st, ring[st.slot, :32], src[:32])
+        if raw:   # BUG: the second half bypasses the pipeline (its bytes were never armed)
+            ac.mbarrier_arrive(bars[0, st.slot:])
+            ac.cp_async_bulk_g2s(ring[st.slot, 32:], src[32:], bars[0, st.slot:])
+        ac.pipeline.producer_commit(pipe, st)           # BUG (raw=False): one copy of two
+
+
+def test_stage_with_fewer_copies_than_built_for():
+    with pytest.raises(ac.sim.SimulatorError) as e:
+        wrong_copies[1, 32 + CONS](rand(64), False)
+    msg = str(e.value)
+    assert "pipeline producer_commit: slot 0 (step 0, phase 1) of a tma pipeline (3 stages, 2 copies" in msg
+    assert "1 copy (128 bytes) issued into the stage, but the pipeline was built for copies=2" in msg
+
+
+def test_stage_whose_copies_carry_other_bytes_than_armed():
+    with pytest.raises(ac.sim.SimulatorError) as e:
+        wrong_copies[1, 32 + CONS](rand(64), True)
+    msg = str(e.value)
+    assert "pipeline producer_commit" in msg, msg
+    assert "the stage's copies carry 256 bytes but the pipeline armed 128" in msg
+
+
+@cuda.jit
+def consumers_ring(src, out, ntiles):  # the pipeline is built for CONS consumers; the block decides
+    bars = cuda.shared.array((2, STAGES), np.uint64)
+    ring = cuda.shared.array((STAGES, 64), np.float32, alignment=128)
+    pipe = ac.pipeline.tma_pipeline(bars, STAGES, consumers=CONS)
+    ac.pipeline.init(pipe)
+    tid = cuda.threadIdx.x
+    if tid == 0:
+        st = ac.pipeline.producer_start(pipe)
+        for t in range(ntiles):
+            ac.pipeline.producer_acquire(pipe, st)
+            ac.pipeline.copy_bulk(pipe, st, ring[st.slot], src[64 * t:64 * t + 64])
+            ac.pipeline.producer_commit(pipe, st)
+            st = ac.pipeline.advance(pipe, st)
+        ac.pipeline.producer_tail(pipe, st)
+    elif tid >= 32:
+        c = tid - 32
+        st = ac.pipeline.consumer_start(pipe)
+        for t in range(ntiles):
+            ac.pipeline.consumer_wait(pipe, st)
+            out[t, c] = ring[st.slot, c % 64]
+            ac.pipeline.consumer_release(pipe, st)
+            st = ac.pipeline.advance(pipe, st)
+
+
+def test_more_consumer_threads_than_built_for():
+    with pytest.raises(ac.sim.SimulatorError) as e:
+        # one fill: the extra releases come after the phase completed, nothing else can block
+        consumers_ring[1, 32 + CONS + 8](rand(64), np.zeros((1, CONS + 8), np.float32), 1)
+    msg = str(e.value)
+    assert "pipeline consumer_release: slot 0 (step 0, phase 0)" in msg, msg
+    assert f"all {CONS} consumer releases of this fill already came" in msg
+    assert f"more threads release than the consumers={CONS} the pipeline was built for" in msg
+
+
+def test_fewer_consumer_threads_than_built_for():
+    with pytest.raises(ac.sim.SimulatorError) as e:
+        consumers_ring[1, 32 + CONS - 8](rand(64 * NT), np.zeros((NT, CONS), np.float32), NT)
+    msg = str(e.value)
+    # the producer waits for the releases, the consumers for the fill: either reports
+    assert "pipeline producer_acquire: deadlock" in msg or "pipeline consumer_wait: deadlock" in msg, msg
+    assert f"its empty barrier is in phase 0: expected {CONS} arrivals, {CONS - 8} arrived" in msg
+
+
+def test_block_smaller_than_the_pipeline():
+    with pytest.raises(ac.sim.SimulatorError) as e:
+        consumers_ring[1, CONS](rand(64 * NT), np.zeros((NT, CONS), np.float32), NT)
+    assert (f"pipeline init: the block has {CONS} threads; a tma pipeline (3 stages, 1 copy per "
+            f"stage, {CONS} consumers) is built for {CONS + 1} producer and consumer threads") in str(e.value)
+
+
+@cuda.jit
+def group_not_ahead(src, out, ntiles):  # BUG: no prologue, so wait_group(stages - 1) waits for nothing
+    ring = cuda.shared.array((STAGES, 32, 4), np.float32, alignment=16)
+    tid = cuda.threadIdx.x
+    pipe = ac.pipeline.group_pipeline(STAGES)
+    ps = ac.pipeline.producer_start(pipe)
+    cs = ac.pipeline.consumer_start(pipe)
+    for t in range(ntiles):
+        ac.pipeline.producer_acquire(pipe, ps)
+        ac.cp_async(ring[ps.slot, tid, :], src[t, tid, :], 16)
+        ac.pipeline.producer_commit(pipe, ps)
+        ps = ac.pipeline.advance(pipe, ps)
+        ac.pipeline.consumer_wait(pipe, cs)
+        for j in range(4):
+            out[t, tid, j] = ring[cs.slot, tid, j]
+        ac.pipeline.consumer_release(pipe, cs)
+        cs = ac.pipeline.advance(pipe, cs)
+
+
+def test_group_pipeline_without_the_producer_ahead():
+    a = rand(NT, 32, 4)
+    with pytest.raises(ac.sim.SimulatorError) as e:
+        group_not_ahead[1, 32](a, np.zeros_like(a), NT)
+    msg = str(e.value)
+    assert "pipeline consumer_wait: slot 0 (step 0, phase 0) of a group pipeline (3 stages)" in msg, msg
+    assert "only 0 group(s) were committed after this stage, but the pipeline waits with wait_group(2)" in msg
+
