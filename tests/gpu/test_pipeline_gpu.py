@@ -10,7 +10,7 @@ from numba import cuda
 
 import numba_asynccopy as ac
 
-from ..conftest import run_python
+from ..conftest import SIM_TRAPS, run_python, skip_on_sim
 
 pytestmark = pytest.mark.gpu
 rng = np.random.default_rng()
@@ -97,6 +97,7 @@ def tma_ring_warp_release(tmap, out):  # the three consumer warps release once e
             st = ac.pipeline.advance(pipe, st)
 
 
+@skip_on_sim("numba-cuda's simulator has no cuda.syncwarp")
 def test_tma_ring_one_release_per_consumer_warp():
     a = rand(ROWS * NT * BLOCKS, COLS)
     tmap = ac.TensorMap(cuda.to_device(a), (ROWS, COLS))
@@ -272,6 +273,7 @@ except Exception as e:
 """
 
 
+@skip_on_sim(SIM_TRAPS)
 @pytest.mark.traps
 @pytest.mark.parametrize("case, message", [
     ("no producer", "numba_asynccopy checked mode: pipeline consumer_wait: timed out after 300000000 ns "
