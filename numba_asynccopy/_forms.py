@@ -349,7 +349,7 @@ _ROWS = [
     _F("cp.async.bulk.cluster",
        "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes",
        "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [dst], [src], size, [mbar];",
-       "8.0", 90, ("cp_async_bulk_cluster",), "cluster_copy",
+       "8.0", 90, ("cp_async_bulk_cluster",), "bulk",
        operands=("[dstMem]", "[srcMem]", "size", "[mbar]"),
        example="ac.cp_async_bulk_cluster(sh[0:64], sh[64:128], 16, bars[0:], 1)"),
     _F("cluster_dims", ".reqnctapercluster", ".explicitcluster .reqnctapercluster x, y, z",

@@ -36,7 +36,13 @@ from ._lowering import (
     statement,
     trap_if,
 )
-from ._regions import barrier_generic, check_barrier, check_runtime_scalar, literal_value
+from ._regions import (
+    barrier_generic,
+    bool_constant,
+    check_barrier,
+    check_runtime_scalar,
+    literal_value,
+)
 from .host import _numba_internals as _nb
 from .host.launch import ClusterLaunchError, check_cluster_shape
 
@@ -197,11 +203,13 @@ def is_explicit_cluster(typingctx):
 # --- the cluster barrier ---------------------------------------------------------------
 
 
+# the cluster family's wording of a bool constant that is not one (compile
+# time only, so not a rule of the book)
+_TRUE_OR_FALSE = _rules.Rule("true_or_false", "`{name}` must be True or False, got {value}")
+
+
 def _aligned(ty, api: str) -> str:
-    val = literal_value(ty, api, "aligned", kind=bool)
-    if not isinstance(val, bool):
-        raise TypingError(f"{api}: `aligned` must be True or False, got {val!r}")
-    return ".aligned" if val else ""
+    return ".aligned" if bool_constant(ty, api, "aligned", _TRUE_OR_FALSE) else ""
 
 
 def ptx_cluster_arrive(sem: str, aligned: str) -> str:
@@ -645,11 +653,9 @@ def validate_cluster_dims(x, y, z, non_portable) -> tuple[int, int, int]:
     for n, d in zip("xyz", dims):
         if d < 1:
             raise TypingError(f"{api}: `{n}` must be >= 1, got {d}")
-    np_ = literal_value(non_portable, api, "non_portable", kind=bool)
-    if not isinstance(np_, bool):
-        raise TypingError(f"{api}: `non_portable` must be True or False, got {np_!r}")
+    np_ = bool_constant(non_portable, api, "non_portable", _TRUE_OR_FALSE)
     try:
-        check_cluster_shape(dims, bool(np_), api)
+        check_cluster_shape(dims, np_, api)
     except ClusterLaunchError as e:
         raise TypingError(str(e)) from None
     return dims

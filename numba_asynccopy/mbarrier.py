@@ -587,9 +587,7 @@ def cp_async_mbarrier_arrive(typingctx, bar, noinc=False):
     api = "cp_async_mbarrier_arrive"
     f = form("cp.async.mbarrier.arrive")
     check_barrier(api, "bar", bar)
-    flag = literal_value(noinc, api, "noinc", kind=bool) if not isinstance(noinc, types.Omitted) else noinc.value
-    if not isinstance(flag, bool):
-        raise TypingError(f"{api}: {_rules.bool_constant(name='noinc', value=repr(flag))}")
+    flag = bool_constant(noinc, api, "noinc")
     opcode = f.opcode.format(noinc=".noinc" if flag else "")
 
     def codegen(context, builder, sig, args):
