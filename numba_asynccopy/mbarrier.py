@@ -117,7 +117,6 @@ class BarrierOp:
     value: str | None = None  # the run-time operand after ``[a]``: "count", "nbytes" or None
     lo: int = 0  # the range of ``value`` that checked mode enforces
     hi: int = 0
-    value_first: bool = False  # codegen reads the value before the address (kept as it was)
 
 
 def ptx_barrier_op(o: BarrierOp) -> tuple[str, str]:
@@ -135,19 +134,12 @@ def lower_barrier_op(o: BarrierOp, api: str):
     """Codegen of ``o``: the barrier is argument 0, the value argument 1."""
 
     def codegen(context, builder, sig, args):
-        def value():
+        ops = [_addr(context, builder, sig, args)]
+        if o.value:
             n = as_i32(context, builder, args[1], sig.args[1])
             if _checked._note_compiled():
                 _check_range(context, builder, api, o.value, n, o.lo, o.hi)
-            return n
-
-        if o.value and o.value_first:
-            n = value()
-            ops = [_addr(context, builder, sig, args), n]
-        else:
-            ops = [_addr(context, builder, sig, args)]
-            if o.value:
-                ops.append(value())
+            ops.append(n)
         text, constraints = ptx_barrier_op(o)
         if o.state:
             return asm(builder, text, constraints, ops, ret=I64)
@@ -233,7 +225,7 @@ def mbarrier_init(typingctx, bar, count):
     select("mbarrier.init")
     check_barrier(api, "bar", bar)
     validate_count(api, "count", count, 1, MAX_COUNT)
-    o = BarrierOp("mbarrier.init", value="count", lo=1, hi=MAX_COUNT, value_first=True)
+    o = BarrierOp("mbarrier.init", value="count", lo=1, hi=MAX_COUNT)
     return types.void(bar, count), lower_barrier_op(o, api)
 
 
@@ -281,7 +273,7 @@ def validate_no_complete(api: str, key: str, bar, count) -> BarrierOp:
     select(key)
     check_barrier(api, "bar", bar)
     validate_count(api, "count", count, 1, MAX_COUNT)
-    return BarrierOp(key, state=True, value="count", lo=1, hi=MAX_COUNT, value_first=True)
+    return BarrierOp(key, state=True, value="count", lo=1, hi=MAX_COUNT)
 
 
 @intrinsic
