@@ -53,6 +53,30 @@ def literal_value(ty, api: str, name: str, *, allowed=None, kind=int, required=T
     return val
 
 
+def bool_constant(ty, api: str, name: str, message=_rules.bool_constant) -> bool:
+    """Value of a compile-time bool argument, or a TypingError naming it.
+
+    ``message`` renders the error for a constant that is not a bool (fields
+    ``name`` and ``value``): the rulebook's ``bool_constant`` unless a
+    family words it its own way.
+    """
+    val = literal_value(ty, api, name, kind=bool)
+    if not isinstance(val, bool):
+        raise TypingError(f"{api}: {message(name=name, value=repr(val))}")
+    return val
+
+
+def bool_or_runtime(ty, api: str, name: str) -> bool | None:
+    """A bool argument that may also be a run-time value (``pred=``): its
+    constant value, or None for a run-time bool or integer."""
+    if isinstance(ty, types.Omitted):
+        return ty.value
+    if isinstance(ty, types.BooleanLiteral):
+        return ty.literal_value
+    check_runtime_scalar(ty, api, name, (types.Boolean, types.Integer))
+    return None
+
+
 def is_absent(ty) -> bool:
     """The caller left an optional argument out (or passed None)."""
     return isinstance(ty, types.NoneType) or (

@@ -29,6 +29,7 @@ from ._lowering import (
     as_i32,
     asm,
     generic_addr64,
+    instruction,
     is_space,
     predicate,
     pure_asm,
@@ -36,7 +37,13 @@ from ._lowering import (
     statement,
     trap_if,
 )
-from ._regions import barrier_generic, check_barrier, check_runtime_scalar, literal_value
+from ._regions import (
+    barrier_generic,
+    bool_constant,
+    check_barrier,
+    check_runtime_scalar,
+    literal_value,
+)
 from .host import _numba_internals as _nb
 from .host.launch import ClusterLaunchError, check_cluster_shape
 
@@ -197,11 +204,13 @@ def is_explicit_cluster(typingctx):
 # --- the cluster barrier ---------------------------------------------------------------
 
 
+# the cluster family's wording of a bool constant that is not one (compile
+# time only, so not a rule of the book)
+_TRUE_OR_FALSE = _rules.Rule("true_or_false", "`{name}` must be True or False, got {value}")
+
+
 def _aligned(ty, api: str) -> str:
-    val = literal_value(ty, api, "aligned", kind=bool)
-    if not isinstance(val, bool):
-        raise TypingError(f"{api}: `aligned` must be True or False, got {val!r}")
-    return ".aligned" if val else ""
+    return ".aligned" if bool_constant(ty, api, "aligned", _TRUE_OR_FALSE) else ""
 
 
 def ptx_cluster_arrive(sem: str, aligned: str) -> str:
@@ -522,6 +531,9 @@ def map_shared_rank(typingctx, view, rank):
 
 
 # --- mbarrier operations on another CTA --------------------------------------------------
+# The ``cta_rank=`` forms of mbarrier_arrive, mbarrier_expect_tx and
+# mbarrier_arrive_expect_tx lower here too: one PTX text and one codegen for
+# both spellings, so they emit the same instructions.
 
 
 def remote_barrier(context, builder, api, bty, bar, rty, rank):
@@ -543,13 +555,71 @@ def check_barrier_runtime(context, builder, api, name, ptr):
             _rules.not_aligned(name=name, align=8, addr="%p"), [addr])
 
 
-def ptx_mbarrier_arrive_remote(count: bool) -> str:
-    return f"{form('mbarrier.arrive.remote').opcode} _, [$0]{', $1' if count else ''};"
+@dataclass(frozen=True)
+class RemoteBarrierOp:
+    """What typing decided for one mbarrier instruction on the barrier of
+    another CTA: the row (one fixed ordering, no qualifier slot) and its
+    operands."""
+
+    key: str
+    sink: bool  # an arrive: PTX's ``_`` stands where a local arrive returns its state
+    value: bool  # a run-time count or byte count follows the address
+
+
+def ptx_remote_barrier_op(o: RemoteBarrierOp) -> tuple[str, str]:
+    """(asm text, constraints): the mapped barrier (r), then the value (r)."""
+    ops = ["_"] * o.sink + ["[$0]"] + ["$1"] * o.value
+    return instruction(form(o.key).opcode, ops, ["r"] * (1 + o.value))
+
+
+def lower_remote_barrier_op(context, builder, sig, args, o: RemoteBarrierOp, api: str,
+                            rank_at: int, value_at: int):
+    """Codegen: the barrier is argument 0, the rank and the value at the
+    given positions (the aliases and the keyword forms order them differently)."""
+    addr = remote_barrier(context, builder, api, sig.args[0], args[0], sig.args[rank_at],
+                          args[rank_at])
+    ops = [addr]
+    if o.value:
+        ops.append(as_i32(context, builder, args[value_at], sig.args[value_at]))
+    text, constraints = ptx_remote_barrier_op(o)
+    asm(builder, text, constraints, ops)
+    return context.get_dummy_value()
+
+
+def validate_arrive_remote(bar, cta_rank, count) -> RemoteBarrierOp:
+    api = "mbarrier_arrive_remote"
+    select("mbarrier.arrive.remote")
+    check_barrier(api, "bar", bar)
+    check_runtime_scalar(cta_rank, api, "cta_rank")
+    check_runtime_scalar(count, api, "count")
+    if isinstance(count, types.IntegerLiteral) and not 1 <= count.literal_value <= _rules.MAX_COUNT:
+        raise TypingError(f"{api}: " + _rules.outside_range(
+            name="count", value=count.literal_value, lo=1, hi="2**20-1"))
+    # a count of 1 is PTX's default: the operand is left out
+    has_count = not (isinstance(count, types.Omitted) or
+                     (isinstance(count, types.IntegerLiteral) and count.literal_value == 1))
+    return RemoteBarrierOp("mbarrier.arrive.remote", sink=True, value=has_count)
+
+
+def validate_tx_remote(api: str, key: str, arrive: bool, bar, cta_rank, nbytes) -> RemoteBarrierOp:
+    """``arrive``: the row also arrives (``_`` sink)."""
+    select(key)
+    check_barrier(api, "bar", bar)
+    check_runtime_scalar(cta_rank, api, "cta_rank")
+    check_runtime_scalar(nbytes, api, "nbytes")
+    if isinstance(nbytes, types.IntegerLiteral) and not 0 <= nbytes.literal_value <= _rules.MAX_TX:
+        raise TypingError(f"{api}: " + _rules.outside_range(
+            name="nbytes", value=nbytes.literal_value, lo=0, hi="2**20-1")
+            + " (the transaction-count range)")
+    return RemoteBarrierOp(key, sink=arrive, value=True)
 
 
 @intrinsic
 def mbarrier_arrive_remote(typingctx, bar, cta_rank, count=1):
     """Arrive on the barrier ``bar`` of CTA ``cta_rank`` (release, cluster scope).
+
+    The spelling of ``mbarrier_arrive(bar, count, cta_rank=cta_rank)`` kept
+    under its own name (same PTX; errors name ``mbarrier_arrive_remote``).
 
     PTX ``mapa.shared::cluster.u32`` + ``mbarrier.arrive.release.cluster.
     shared::cluster.b64 _, [addr]{, count}`` (sm_90, PTX ISA 8.0).  ``bar``
@@ -563,54 +633,21 @@ def mbarrier_arrive_remote(typingctx, bar, cta_rank, count=1):
         # every CTA tells CTA 0 it is done with its part
         ac.mbarrier_arrive_remote(bars[0:], 0)
     """
-    api = "mbarrier_arrive_remote"
-    select("mbarrier.arrive.remote")
-    check_barrier(api, "bar", bar)
-    check_runtime_scalar(cta_rank, api, "cta_rank")
-    check_runtime_scalar(count, api, "count")
-    if isinstance(count, types.IntegerLiteral) and not 1 <= count.literal_value <= _rules.MAX_COUNT:
-        raise TypingError(f"{api}: " + _rules.outside_range(
-            name="count", value=count.literal_value, lo=1, hi="2**20-1"))
-    has_count = not (isinstance(count, types.Omitted) or
-                     (isinstance(count, types.IntegerLiteral) and count.literal_value == 1))
-    text = ptx_mbarrier_arrive_remote(has_count)
+    o = validate_arrive_remote(bar, cta_rank, count)
 
     def codegen(context, builder, sig, args):
-        addr = remote_barrier(context, builder, api, sig.args[0], args[0], sig.args[1], args[1])
-        ops, cons = [addr], "r"
-        if has_count:
-            ops.append(as_i32(context, builder, args[2], sig.args[2]))
-            cons += ",r"
-        asm(builder, text, cons, ops)
-        return context.get_dummy_value()
+        return lower_remote_barrier_op(context, builder, sig, args, o, "mbarrier_arrive_remote",
+                                       rank_at=1, value_at=2)
 
     return types.void(bar, cta_rank, count), codegen
-
-
-def _tx_remote(api: str, key: str, bar, cta_rank, nbytes):
-    select(key)
-    check_barrier(api, "bar", bar)
-    check_runtime_scalar(cta_rank, api, "cta_rank")
-    check_runtime_scalar(nbytes, api, "nbytes")
-    if isinstance(nbytes, types.IntegerLiteral) and not 0 <= nbytes.literal_value <= _rules.MAX_TX:
-        raise TypingError(f"{api}: " + _rules.outside_range(
-            name="nbytes", value=nbytes.literal_value, lo=0, hi="2**20-1")
-            + " (the transaction-count range)")
-    opcode = form(key).opcode
-    text = f"{opcode} _, [$0], $1;" if "arrive" in key else f"{opcode} [$0], $1;"
-
-    def codegen(context, builder, sig, args):
-        addr = remote_barrier(context, builder, api, sig.args[0], args[0], sig.args[1], args[1])
-        tx = as_i32(context, builder, args[2], sig.args[2])
-        asm(builder, text, "r,r", [addr, tx])
-        return context.get_dummy_value()
-
-    return types.void(bar, cta_rank, nbytes), codegen
 
 
 @intrinsic
 def mbarrier_expect_tx_remote(typingctx, bar, cta_rank, nbytes):
     """Raise the expected transaction bytes of barrier ``bar`` in CTA ``cta_rank``.
+
+    The spelling of ``mbarrier_expect_tx(bar, nbytes, cta_rank=cta_rank)``
+    kept under its own name (same PTX; errors name this function).
 
     PTX ``mapa.shared::cluster.u32`` + ``mbarrier.expect_tx.relaxed.cluster.
     shared::cluster.b64 [addr], nbytes`` (sm_90, PTX ISA 8.0); no arrival.
@@ -620,13 +657,23 @@ def mbarrier_expect_tx_remote(typingctx, bar, cta_rank, nbytes):
 
         ac.mbarrier_expect_tx_remote(bars[0:], peer, 256)
     """
-    return _tx_remote("mbarrier_expect_tx_remote", "mbarrier.expect_tx.remote", bar, cta_rank, nbytes)
+    api = "mbarrier_expect_tx_remote"
+    o = validate_tx_remote(api, "mbarrier.expect_tx.remote", False, bar, cta_rank, nbytes)
+
+    def codegen(context, builder, sig, args):
+        return lower_remote_barrier_op(context, builder, sig, args, o, api, rank_at=1, value_at=2)
+
+    return types.void(bar, cta_rank, nbytes), codegen
 
 
 @intrinsic
 def mbarrier_arrive_expect_tx_remote(typingctx, bar, cta_rank, nbytes):
     """Expect ``nbytes`` transaction bytes and arrive once on barrier ``bar``
     of CTA ``cta_rank`` (release, cluster scope).
+
+    The spelling of ``mbarrier_arrive_expect_tx(bar, nbytes,
+    cta_rank=cta_rank)`` kept under its own name (same PTX; errors name this
+    function).
 
     PTX ``mapa.shared::cluster.u32`` + ``mbarrier.arrive.expect_tx.release.
     cluster.shared::cluster.b64 _, [addr], nbytes`` (sm_90, PTX ISA 8.0).
@@ -635,8 +682,13 @@ def mbarrier_arrive_expect_tx_remote(typingctx, bar, cta_rank, nbytes):
 
         ac.mbarrier_arrive_expect_tx_remote(bars[0:], peer, 8 * 256)
     """
-    return _tx_remote("mbarrier_arrive_expect_tx_remote", "mbarrier.arrive.expect_tx.remote",
-                      bar, cta_rank, nbytes)
+    api = "mbarrier_arrive_expect_tx_remote"
+    o = validate_tx_remote(api, "mbarrier.arrive.expect_tx.remote", True, bar, cta_rank, nbytes)
+
+    def codegen(context, builder, sig, args):
+        return lower_remote_barrier_op(context, builder, sig, args, o, api, rank_at=1, value_at=2)
+
+    return types.void(bar, cta_rank, nbytes), codegen
 
 
 # --- compile-time cluster shape -----------------------------------------------
@@ -649,11 +701,9 @@ def validate_cluster_dims(x, y, z, non_portable) -> tuple[int, int, int]:
     for n, d in zip("xyz", dims):
         if d < 1:
             raise TypingError(f"{api}: `{n}` must be >= 1, got {d}")
-    np_ = literal_value(non_portable, api, "non_portable", kind=bool)
-    if not isinstance(np_, bool):
-        raise TypingError(f"{api}: `non_portable` must be True or False, got {np_!r}")
+    np_ = bool_constant(non_portable, api, "non_portable", _TRUE_OR_FALSE)
     try:
-        check_cluster_shape(dims, bool(np_), api)
+        check_cluster_shape(dims, np_, api)
     except ClusterLaunchError as e:
         raise TypingError(str(e)) from None
     return dims

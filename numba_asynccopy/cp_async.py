@@ -31,6 +31,7 @@ from ._lowering import (
 )
 from ._regions import (
     View,
+    bool_or_runtime,
     check_chunk_views,
     check_runtime_scalar,
     check_same_rank,
@@ -57,14 +58,6 @@ class CpAsyncOptions:
     pred: str  # "always", "never" or "runtime"
     cache_policy: bool
     scope: str
-
-
-def _bool_literal(ty):
-    if isinstance(ty, types.Omitted):
-        return ty.value
-    if isinstance(ty, types.BooleanLiteral):
-        return ty.literal_value
-    return None
 
 
 def validate_cp_async(dst, src, chunk_bytes, cache, prefetch, src_size, ignore_src,
@@ -94,18 +87,13 @@ def validate_cp_async(dst, src, chunk_bytes, cache, prefetch, src_size, ignore_s
             raise TypingError(
                 f"{api}: {_rules.src_size_outside(size=src_size.literal_value, chunk=chunk)}"
             )
-    ign = _bool_literal(ignore_src)
-    has_ignore = ign is not False
-    if has_ignore:
-        check_runtime_scalar(ignore_src, api, "ignore_src", (types.Boolean, types.Integer))
+    has_ignore = bool_or_runtime(ignore_src, api, "ignore_src") is not False
     if has_size and has_ignore:
         raise TypingError(
             f"{api}: src_size and ignore_src are alternative zero-fill forms; "
             "supply one of them, not both"
         )
-    p = _bool_literal(pred)
-    if p is None:
-        check_runtime_scalar(pred, api, "pred", (types.Boolean, types.Integer))
+    p = bool_or_runtime(pred, api, "pred")
     has_policy = not is_absent(cache_policy)
     if has_policy:
         check_runtime_scalar(cache_policy, api, "cache_policy")

@@ -10,6 +10,16 @@ and ``scope="cta"|"cluster"``; waits take ``sem="acquire"|"relaxed"``.
 Leaving both out emits the unqualified form (PTX's default, release/acquire
 at CTA scope), which also runs on sm_80; naming either emits the qualified
 sm_90 form with both written.
+
+``cta_rank=`` (arrive, expect_tx, arrive_expect_tx) targets the same barrier
+in another CTA of the cluster (sm_90): the local view is mapped there with
+``mapa`` and the ``.shared::cluster`` form is emitted (the lowering is the
+cluster family's, shared with the ``*_remote`` spellings).
+
+Typing and validation (``validate_*``) are plain functions over Numba
+types that return small option records; PTX text (``ptx_*``) is built from
+``_forms`` by plain functions over them; the intrinsics glue the two
+together with one codegen per kind of instruction.
 """
 
 from __future__ import annotations
@@ -22,10 +32,18 @@ from numba.core import types
 from . import _rules
 from . import checked as _checked
 from ._compat import TypingError, compile_cc, intrinsic
-from ._forms import form
-from ._lowering import I32, I64, as_i32, as_i64, asm, predicate, trap_if
-from ._regions import barrier_addr32, check_barrier, check_runtime_scalar, is_absent, literal_value
+from ._forms import FORMS, form, select
+from ._lowering import I32, I64, as_i32, as_i64, asm, instruction, predicate, trap_if
+from ._regions import (
+    barrier_addr32,
+    bool_constant,
+    check_barrier,
+    check_runtime_scalar,
+    is_absent,
+    literal_value,
+)
 from ._rules import MAX_COUNT, MAX_TX  # re-exported: expected arrivals, transaction bytes
+from .cluster import RemoteBarrierOp, lower_remote_barrier_op
 
 ARRIVE_SEMS = ("release", "relaxed")
 WAIT_SEMS = ("acquire", "relaxed")
@@ -86,6 +104,105 @@ def _pred_asm(builder, text: str, constraints: str, operands):
     return predicate(builder, text, constraints, operands)
 
 
+# --- one instruction on a barrier of this CTA: options, PTX text, codegen ------
+
+
+@dataclass(frozen=True)
+class BarrierOp:
+    """What typing decided for one mbarrier instruction on a local barrier."""
+
+    key: str  # the registry row
+    sem: str = ""  # text of the row's ``{sem}`` slot ("" = PTX's default ordering)
+    state: bool = False  # the instruction returns the phase state (``state, [a]``)
+    value: str | None = None  # the run-time operand after ``[a]``: "count", "nbytes" or None
+    lo: int = 0  # the range of ``value`` that checked mode enforces
+    hi: int = 0
+
+
+def ptx_barrier_op(o: BarrierOp) -> tuple[str, str]:
+    """(asm text, constraints): [state (=l)], the barrier (r), [value (r)]."""
+    ops, cons = (["$0"], ["=l"]) if o.state else ([], [])
+    ops.append(f"[${len(cons)}]")
+    cons.append("r")
+    if o.value:
+        ops.append(f"${len(cons)}")
+        cons.append("r")
+    return instruction(form(o.key).opcode.format(sem=o.sem), ops, cons)
+
+
+def lower_barrier_op(o: BarrierOp, api: str):
+    """Codegen of ``o``: the barrier is argument 0, the value argument 1."""
+
+    def codegen(context, builder, sig, args):
+        ops = [_addr(context, builder, sig, args)]
+        if o.value:
+            n = as_i32(context, builder, args[1], sig.args[1])
+            if _checked._note_compiled():
+                _check_range(context, builder, api, o.value, n, o.lo, o.hi)
+            ops.append(n)
+        text, constraints = ptx_barrier_op(o)
+        if o.state:
+            return asm(builder, text, constraints, ops, ret=I64)
+        asm(builder, text, constraints, ops)
+        return context.get_dummy_value()
+
+    return codegen
+
+
+# --- the same operations on the barrier of another CTA (``cta_rank=``) ---------
+
+
+@dataclass(frozen=True)
+class RemoteForm:
+    """The ``.shared::cluster`` row an operation emits with ``cta_rank``,
+    and the one ordering that row is written with."""
+
+    key: str
+    sink: bool  # an arrive (PTX's ``_`` in place of the state)
+    sems: tuple[str, ...]  # the ``sem`` values it accepts (() where there is no ``sem``)
+    scopes: tuple[str, ...]
+    default_value: int | None  # a value PTX leaves out when it is this (a count of 1)
+
+
+_REMOTE = {
+    "mbarrier_arrive": RemoteForm("mbarrier.arrive.remote", True, ("release",), ("cluster",), 1),
+    "mbarrier_expect_tx": RemoteForm("mbarrier.expect_tx.remote", False, (), ("cluster",), None),
+    "mbarrier_arrive_expect_tx": RemoteForm("mbarrier.arrive.expect_tx.remote", True, ("release",),
+                                            ("cluster",), None),
+}
+
+
+def validate_remote(api: str, bar, value, sem, scope, cta_rank, *, name: str, lo: int,
+                    hi: int) -> RemoteBarrierOp:
+    """Typing of an operation with ``cta_rank``: the ordering must be the one
+    the ``.shared::cluster`` form is written with; ``value`` (``name``) is
+    range-checked as for the local form."""
+    r = _REMOTE[api]
+    check_barrier(api, "bar", bar)
+    s = literal_value(sem, api, "sem", kind=str, allowed=ARRIVE_SEMS, required=False)
+    c = literal_value(scope, api, "scope", kind=str, allowed=SCOPES, required=False)
+    for what, val, allowed in (("sem", s, r.sems), ("scope", c, r.scopes)):
+        if val is not None and val not in allowed:
+            raise TypingError(
+                f"{api}: `{what}`={val!r} is not supported with `cta_rank`: the barrier of "
+                f"another CTA is reached by `{FORMS[r.key].opcode}`; allowed: "
+                + ", ".join(repr(a) for a in allowed))
+    v = validate_count(api, name, value, lo, hi)
+    check_runtime_scalar(cta_rank, api, "cta_rank")
+    select(r.key)
+    has_value = r.default_value is None or v != r.default_value
+    return RemoteBarrierOp(r.key, sink=r.sink, value=has_value)
+
+
+def lower_remote(o: RemoteBarrierOp, api: str, rank_at: int):
+    """Codegen of a ``cta_rank=`` form: the value is argument 1."""
+
+    def codegen(context, builder, sig, args):
+        return lower_remote_barrier_op(context, builder, sig, args, o, api, rank_at, 1)
+
+    return codegen
+
+
 # --- init / inval -----------------------------------------------------------
 
 
@@ -105,18 +222,11 @@ def mbarrier_init(typingctx, bar, count):
         cuda.syncthreads()
     """
     api = "mbarrier_init"
-    f = form("mbarrier.init")
+    select("mbarrier.init")
     check_barrier(api, "bar", bar)
     validate_count(api, "count", count, 1, MAX_COUNT)
-
-    def codegen(context, builder, sig, args):
-        n = as_i32(context, builder, args[1], sig.args[1])
-        if _checked._note_compiled():
-            _check_range(context, builder, api, "count", n, 1, MAX_COUNT)
-        asm(builder, f"{f.opcode} [$0], $1;", "r,r", [_addr(context, builder, sig, args), n])
-        return context.get_dummy_value()
-
-    return types.void(bar, count), codegen
+    o = BarrierOp("mbarrier.init", value="count", lo=1, hi=MAX_COUNT)
+    return types.void(bar, count), lower_barrier_op(o, api)
 
 
 @intrinsic
@@ -130,64 +240,70 @@ def mbarrier_inval(typingctx, bar):
         if cuda.threadIdx.x == 0:
             ac.mbarrier_inval(bars[0:])
     """
-    f = form("mbarrier.inval")
+    select("mbarrier.inval")
     check_barrier("mbarrier_inval", "bar", bar)
-
-    def codegen(context, builder, sig, args):
-        asm(builder, f"{f.opcode} [$0];", "r", [_addr(context, builder, sig, args)])
-        return context.get_dummy_value()
-
-    return types.void(bar), codegen
+    return types.void(bar), lower_barrier_op(BarrierOp("mbarrier.inval"), "mbarrier_inval")
 
 
 # --- arrives ----------------------------------------------------------------
 
+# arrive / arrive_drop: (row of one arrival, row with a count, row with an
+# explicit ordering, count or not)
+_ARRIVE_ROWS = {
+    "mbarrier_arrive": ("mbarrier.arrive", "mbarrier.arrive.count", "mbarrier.arrive.sem"),
+    "mbarrier_arrive_drop": ("mbarrier.arrive_drop", "mbarrier.arrive_drop.count",
+                             "mbarrier.arrive_drop.count"),
+}
 
-def _arrive_intrinsic_body(api, plain_key, counted_key, bar, count, sem, scope,
-                           no_complete_key=None):
-    """Shared typing+lowering of arrive / arrive_drop."""
+
+def validate_arrive(api: str, bar, count, sem, scope) -> BarrierOp:
+    """arrive / arrive_drop: PTX's unqualified sm_80 form for one arrival
+    with default ordering, else the ``.shared::cta`` form (sm_90)."""
     check_barrier(api, "bar", bar)
     order = validate_order(api, sem, scope, ARRIVE_SEMS, "release")
     c = validate_count(api, "count", count, 1, MAX_COUNT)
-    if order.explicit:
-        f = form("mbarrier.arrive.sem" if plain_key == "mbarrier.arrive" else counted_key)
-        with_count = c != 1
-    elif c == 1:
-        f = form(plain_key)
-        with_count = False
-    else:
-        f = form(counted_key)
-        with_count = True
-    opcode = f.opcode.format(sem=order.text) if "{sem}" in f.opcode else f.opcode
+    one, counted, ordered = _ARRIVE_ROWS[api]
+    key = ordered if order.explicit else one if c == 1 else counted
+    select(key)
+    return BarrierOp(key, order.text, state=True, value="count" if c != 1 else None,
+                     lo=1, hi=MAX_COUNT)
 
-    def codegen(context, builder, sig, args):
-        a = _addr(context, builder, sig, args)
-        if with_count:
-            n = as_i32(context, builder, args[1], sig.args[1])
-            if _checked._note_compiled():
-                _check_range(context, builder, api, "count", n, 1, MAX_COUNT)
-            return asm(builder, f"{opcode} $0, [$1], $2;", "=l,r,r", [a, n], ret=I64)
-        return asm(builder, f"{opcode} $0, [$1];", "=l,r", [a], ret=I64)
 
-    return codegen
+def validate_no_complete(api: str, key: str, bar, count) -> BarrierOp:
+    select(key)
+    check_barrier(api, "bar", bar)
+    validate_count(api, "count", count, 1, MAX_COUNT)
+    return BarrierOp(key, state=True, value="count", lo=1, hi=MAX_COUNT)
 
 
 @intrinsic
-def mbarrier_arrive(typingctx, bar, count=1, *, sem=None, scope=None):
+def mbarrier_arrive(typingctx, bar, count=1, *, sem=None, scope=None, cta_rank=None):
     """Arrive on the barrier (``count`` arrivals); returns the phase state.
 
     PTX: ``mbarrier.arrive.shared.b64 state, [a];`` (sm_80) for one arrival
     with default ordering; ``mbarrier.arrive{.sem.scope}.shared::cta.b64
     state, [a], count;`` (sm_90) for a count or explicit ``sem``/``scope``.
 
+    ``cta_rank`` (run time allowed): arrive on the same barrier in CTA
+    ``cta_rank`` of the cluster instead (``mapa`` + ``mbarrier.arrive.release
+    .cluster.shared::cluster.b64 _, [addr]{, count}``, sm_90, PTX ISA 8.0).
+    PTX gives a remote arrive no state, so this form returns nothing; its
+    ordering is release at cluster scope (``sem``/``scope`` may only name
+    those).  Same as :func:`mbarrier_arrive_remote`.
+
     Example::
 
         state = ac.mbarrier_arrive(bars[0:])
         ac.mbarrier_wait(bars[0:], state)
+        ac.mbarrier_arrive(bars[1:], cta_rank=0)   # tell CTA 0 of the cluster
     """
-    codegen = _arrive_intrinsic_body("mbarrier_arrive", "mbarrier.arrive",
-                                     "mbarrier.arrive.count", bar, count, sem, scope)
-    return types.uint64(bar, count, sem, scope), codegen
+    api = "mbarrier_arrive"
+    if not is_absent(cta_rank):
+        o = validate_remote(api, bar, count, sem, scope, cta_rank, name="count", lo=1,
+                            hi=MAX_COUNT)
+        return types.void(bar, count, sem, scope, cta_rank), lower_remote(o, api, 4)
+    o = validate_arrive(api, bar, count, sem, scope)
+    return types.uint64(bar, count, sem, scope, cta_rank), lower_barrier_op(o, api)
 
 
 @intrinsic
@@ -203,9 +319,9 @@ def mbarrier_arrive_drop(typingctx, bar, count=1, *, sem=None, scope=None):
         if done_early:                    # this thread leaves the pipeline
             ac.mbarrier_arrive_drop(bars[0:])
     """
-    codegen = _arrive_intrinsic_body("mbarrier_arrive_drop", "mbarrier.arrive_drop",
-                                     "mbarrier.arrive_drop.count", bar, count, sem, scope)
-    return types.uint64(bar, count, sem, scope), codegen
+    api = "mbarrier_arrive_drop"
+    o = validate_arrive(api, bar, count, sem, scope)
+    return types.uint64(bar, count, sem, scope), lower_barrier_op(o, api)
 
 
 @intrinsic
@@ -218,24 +334,9 @@ def mbarrier_arrive_drop_no_complete(typingctx, bar, count):
 
         st = ac.mbarrier_arrive_drop_no_complete(bars[0:], 2)
     """
-    codegen = _no_complete("mbarrier_arrive_drop_no_complete", "mbarrier.arrive_drop.noComplete",
-                           bar, count)
-    return types.uint64(bar, count), codegen
-
-
-def _no_complete(api, key, bar, count):
-    f = form(key)
-    check_barrier(api, "bar", bar)
-    validate_count(api, "count", count, 1, MAX_COUNT)
-
-    def codegen(context, builder, sig, args):
-        n = as_i32(context, builder, args[1], sig.args[1])
-        if _checked._note_compiled():
-            _check_range(context, builder, api, "count", n, 1, MAX_COUNT)
-        return asm(builder, f"{f.opcode} $0, [$1], $2;", "=l,r,r",
-                   [_addr(context, builder, sig, args), n], ret=I64)
-
-    return codegen
+    api = "mbarrier_arrive_drop_no_complete"
+    o = validate_no_complete(api, "mbarrier.arrive_drop.noComplete", bar, count)
+    return types.uint64(bar, count), lower_barrier_op(o, api)
 
 
 @intrinsic
@@ -252,50 +353,53 @@ def mbarrier_arrive_no_complete(typingctx, bar, count):
         st = ac.mbarrier_arrive_no_complete(bars[0:], 2)
         left = ac.mbarrier_pending_count(st)
     """
-    codegen = _no_complete("mbarrier_arrive_no_complete", "mbarrier.arrive.noComplete", bar, count)
-    return types.uint64(bar, count), codegen
+    api = "mbarrier_arrive_no_complete"
+    o = validate_no_complete(api, "mbarrier.arrive.noComplete", bar, count)
+    return types.uint64(bar, count), lower_barrier_op(o, api)
 
 
 # --- transaction counts -----------------------------------------------------
 
 
-def _tx_intrinsic(api, key, bar, nbytes, scope, result: bool, sem=None):
+def validate_tx(api: str, key: str, bar, nbytes, scope, *, arrive: bool = False,
+                sem=None) -> BarrierOp:
+    """expect_tx / complete_tx (``scope`` only: relaxed), or with ``arrive``
+    arrive_expect_tx (``sem`` and ``scope``, returns the state)."""
     check_barrier(api, "bar", bar)
     validate_count(api, "nbytes", nbytes, 0, MAX_TX)
-    if result:
+    if arrive:
         order = validate_order(api, sem, scope, ARRIVE_SEMS, "release")
     else:
         c = literal_value(scope, api, "scope", kind=str, allowed=SCOPES, required=False)
         order = Order(f".relaxed.{c}" if c else "")
-    f = form(key)
-    opcode = f.opcode.format(sem=order.text)
-
-    def codegen(context, builder, sig, args):
-        a = _addr(context, builder, sig, args)
-        n = as_i32(context, builder, args[1], sig.args[1])
-        if _checked._note_compiled():
-            _check_range(context, builder, api, "nbytes", n, 0, MAX_TX)
-        if result:
-            return asm(builder, f"{opcode} $0, [$1], $2;", "=l,r,r", [a, n], ret=I64)
-        asm(builder, f"{opcode} [$0], $1;", "r,r", [a, n])
-        return context.get_dummy_value()
-
-    return codegen
+    select(key)
+    return BarrierOp(key, order.text, state=arrive, value="nbytes", lo=0, hi=MAX_TX)
 
 
 @intrinsic
-def mbarrier_expect_tx(typingctx, bar, nbytes, *, scope=None):
+def mbarrier_expect_tx(typingctx, bar, nbytes, *, scope=None, cta_rank=None):
     """Raise the current phase's expected transaction bytes by ``nbytes``.
 
     PTX: ``mbarrier.expect_tx{.relaxed.scope}.shared::cta.b64 [a], tx;``
     (sm_90, PTX ISA 8.0).
 
+    ``cta_rank`` (run time allowed): raise them on the same barrier in CTA
+    ``cta_rank`` of the cluster instead (``mapa`` +
+    ``mbarrier.expect_tx.relaxed.cluster.shared::cluster.b64``; ``scope``
+    may only be ``"cluster"``).  Same as :func:`mbarrier_expect_tx_remote`.
+
     Example::
 
         ac.mbarrier_expect_tx(bars[0:], 4096)
+        ac.mbarrier_expect_tx(bars[0:], 4096, cta_rank=peer)
     """
-    codegen = _tx_intrinsic("mbarrier_expect_tx", "mbarrier.expect_tx", bar, nbytes, scope, False)
-    return types.void(bar, nbytes, scope), codegen
+    api = "mbarrier_expect_tx"
+    if not is_absent(cta_rank):
+        o = validate_remote(api, bar, nbytes, None, scope, cta_rank, name="nbytes", lo=0,
+                            hi=MAX_TX)
+        return types.void(bar, nbytes, scope, cta_rank), lower_remote(o, api, 3)
+    o = validate_tx(api, "mbarrier.expect_tx", bar, nbytes, scope)
+    return types.void(bar, nbytes, scope, cta_rank), lower_barrier_op(o, api)
 
 
 @intrinsic
@@ -309,16 +413,24 @@ def mbarrier_complete_tx(typingctx, bar, nbytes, *, scope=None):
 
         ac.mbarrier_complete_tx(bars[0:], 256)
     """
-    codegen = _tx_intrinsic("mbarrier_complete_tx", "mbarrier.complete_tx", bar, nbytes, scope, False)
-    return types.void(bar, nbytes, scope), codegen
+    api = "mbarrier_complete_tx"
+    o = validate_tx(api, "mbarrier.complete_tx", bar, nbytes, scope)
+    return types.void(bar, nbytes, scope), lower_barrier_op(o, api)
 
 
 @intrinsic
-def mbarrier_arrive_expect_tx(typingctx, bar, nbytes, *, sem=None, scope=None):
+def mbarrier_arrive_expect_tx(typingctx, bar, nbytes, *, sem=None, scope=None, cta_rank=None):
     """Expect ``nbytes`` transaction bytes and arrive once; returns the state.
 
     PTX: ``mbarrier.arrive.expect_tx{.sem.scope}.shared::cta.b64 state, [a],
     tx;`` (sm_90, PTX ISA 8.0).  The usual call before a bulk or TMA load.
+
+    ``cta_rank`` (run time allowed): do it on the same barrier in CTA
+    ``cta_rank`` of the cluster instead (``mapa`` +
+    ``mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _,
+    [addr], tx``; ``sem``/``scope`` may only name release/cluster).  PTX
+    gives a remote arrive no state, so this form returns nothing.  Same as
+    :func:`mbarrier_arrive_expect_tx_remote`.
 
     Example::
 
@@ -326,30 +438,56 @@ def mbarrier_arrive_expect_tx(typingctx, bar, nbytes, *, sem=None, scope=None):
             ac.mbarrier_arrive_expect_tx(bars[0:], 256)
         ac.mbarrier_wait_parity(bars[0:], 0)
     """
-    codegen = _tx_intrinsic("mbarrier_arrive_expect_tx", "mbarrier.arrive.expect_tx", bar,
-                            nbytes, scope, True, sem)
-    return types.uint64(bar, nbytes, sem, scope), codegen
+    api = "mbarrier_arrive_expect_tx"
+    if not is_absent(cta_rank):
+        o = validate_remote(api, bar, nbytes, sem, scope, cta_rank, name="nbytes", lo=0,
+                            hi=MAX_TX)
+        return types.void(bar, nbytes, sem, scope, cta_rank), lower_remote(o, api, 4)
+    o = validate_tx(api, "mbarrier.arrive.expect_tx", bar, nbytes, scope, arrive=True, sem=sem)
+    return types.uint64(bar, nbytes, sem, scope, cta_rank), lower_barrier_op(o, api)
 
 
 # --- waits ------------------------------------------------------------------
 
 
+# (instruction, by parity) -> its row with PTX's default ordering, and its
+# text in the ``{op}`` slot of the explicitly ordered row
+_WAIT_ROWS = {
+    ("test_wait", False): ("mbarrier.test_wait", "test_wait"),
+    ("test_wait", True): ("mbarrier.test_wait.parity", "test_wait.parity"),
+    ("try_wait", False): ("mbarrier.try_wait", "try_wait"),
+    ("try_wait", True): ("mbarrier.try_wait.parity", "try_wait.parity"),
+}
+
+
 @dataclass(frozen=True)
-class WaitForm:
-    opcode: str  # "mbarrier.test_wait{.parity}{sem}..." formatted
-    operand: str  # "l" for a state, "r" for a parity
+class WaitOptions:
+    """What typing decided for one test_wait / try_wait instruction."""
+
+    key: str  # the registry row
+    op: str  # its ``{op}`` slot (the explicitly ordered row)
+    sem: str  # its ``{sem}`` slot ("" = PTX's default ordering)
+    parity: bool  # waits by phase parity (r) rather than by state (l)
+    hint: bool = False  # try_wait's suspend-time hint operand
 
 
-def _wait_form(api, op: str, parity: bool, sem, scope) -> WaitForm:
+def validate_wait(api: str, op: str, parity: bool, sem, scope, hint: bool = False) -> WaitOptions:
     order = validate_order(api, sem, scope, WAIT_SEMS, "acquire")
-    name = op + (".parity" if parity else "")
-    if order.explicit:
-        f = form("mbarrier.wait.sem")
-        opcode = f.opcode.format(op=name, sem=order.text)
-    else:
-        f = form(f"mbarrier.{name}")
-        opcode = f.opcode.format(sem="")
-    return WaitForm(opcode, "r" if parity else "l")
+    row, op_text = _WAIT_ROWS[(op, parity)]
+    key = "mbarrier.wait.sem" if order.explicit else row
+    select(key)
+    return WaitOptions(key, op_text, order.text, parity, hint)
+
+
+def ptx_wait(o: WaitOptions) -> tuple[str, str]:
+    """(asm text, constraints) setting predicate ``p``: the barrier (r), the
+    state (l) or parity (r), [the hint (r)]; ``$0`` is the predicate's
+    result (see ``_lowering.predicate``)."""
+    ops, cons = ["p", "[$1]", "$2"], ["r", "r" if o.parity else "l"]
+    if o.hint:
+        ops.append("$3")
+        cons.append("r")
+    return instruction(form(o.key).opcode.format(op=o.op, sem=o.sem), ops, cons)
 
 
 def _phase_operand(context, builder, sig, args, parity: bool, api: str):
@@ -373,14 +511,8 @@ def _check_phase_type(api, parity: bool, value):
 def _test_wait(api, parity, bar, value, sem, scope):
     check_barrier(api, "bar", bar)
     _check_phase_type(api, parity, value)
-    wf = _wait_form(api, "test_wait", parity, sem, scope)
-
-    def codegen(context, builder, sig, args):
-        v = _phase_operand(context, builder, sig, args, parity, api)
-        return _pred_asm(builder, f"{wf.opcode} p, [$1], $2;", f"r,{wf.operand}",
-                         [_addr(context, builder, sig, args), v])
-
-    return codegen
+    o = validate_wait(api, "test_wait", parity, sem, scope)
+    return _lower_poll(o, api)
 
 
 def _try_wait(api, parity, bar, value, hint, sem, scope):
@@ -389,16 +521,19 @@ def _try_wait(api, parity, bar, value, hint, sem, scope):
     has_hint = not is_absent(hint)
     if has_hint:
         check_runtime_scalar(hint, api, "suspend_hint_ns")
-    wf = _wait_form(api, "try_wait", parity, sem, scope)
+    o = validate_wait(api, "try_wait", parity, sem, scope, has_hint)
+    return _lower_poll(o, api)
+
+
+def _lower_poll(o: WaitOptions, api: str):
+    """Codegen of test_wait / try_wait: barrier, state or parity, [hint]."""
 
     def codegen(context, builder, sig, args):
-        v = _phase_operand(context, builder, sig, args, parity, api)
+        v = _phase_operand(context, builder, sig, args, o.parity, api)
         ops = [_addr(context, builder, sig, args), v]
-        text, cons = f"{wf.opcode} p, [$1], $2;", f"r,{wf.operand}"
-        if has_hint:
+        if o.hint:
             ops.append(as_i32(context, builder, args[2], sig.args[2]))
-            text, cons = f"{wf.opcode} p, [$1], $2, $3;", cons + ",r"
-        return _pred_asm(builder, text, cons, ops)
+        return _pred_asm(builder, *ptx_wait(o), ops)
 
     return codegen
 
@@ -470,7 +605,7 @@ def _blocking_wait(api: str, parity: bool, bar, value):
     _check_phase_type(api, parity, value)
     cc = compile_cc()
     op = "try_wait" if cc is None or cc >= (9, 0) else "test_wait"
-    wf = _wait_form(api, op, parity, None, None)
+    text, constraints = ptx_wait(validate_wait(api, op, parity, None, None))
 
     def codegen(context, builder, sig, args):
         a = _addr(context, builder, sig, args)
@@ -483,7 +618,7 @@ def _blocking_wait(api: str, parity: bool, bar, value):
         done = fn.append_basic_block(f"{api}.done")
         builder.branch(loop)
         builder.position_at_end(loop)
-        ok = _pred_asm(builder, f"{wf.opcode} p, [$1], $2;", f"r,{wf.operand}", [a, v])
+        ok = _pred_asm(builder, text, constraints, [a, v])
         if not checked:
             builder.cbranch(ok, done, loop)
         else:
@@ -587,9 +722,7 @@ def cp_async_mbarrier_arrive(typingctx, bar, noinc=False):
     api = "cp_async_mbarrier_arrive"
     f = form("cp.async.mbarrier.arrive")
     check_barrier(api, "bar", bar)
-    flag = literal_value(noinc, api, "noinc", kind=bool) if not isinstance(noinc, types.Omitted) else noinc.value
-    if not isinstance(flag, bool):
-        raise TypingError(f"{api}: {_rules.bool_constant(name='noinc', value=repr(flag))}")
+    flag = bool_constant(noinc, api, "noinc")
     opcode = f.opcode.format(noinc=".noinc" if flag else "")
 
     def codegen(context, builder, sig, args):

@@ -62,7 +62,9 @@ def make_sgemm(stages: int = 3):
         raise ValueError("stages must be >= 1")
     nbuf = stages
     pending = max(stages - 2, 0)  # wait_group argument: a closure constant
-    if 2 * nbuf * BK * BM * 4 > 48 * 1024:
+    from .._rules import STATIC_SHARED_LIMIT  # 48 KB, defined once
+
+    if 2 * nbuf * BK * BM * 4 > STATIC_SHARED_LIMIT:
         raise ValueError(f"stages={stages} needs more than 48 KB of static shared memory")
 
     def k_step(As, Bs, slot, k, acc, ty, tx):

@@ -43,7 +43,7 @@ from numba_asynccopy import load4, store4, view4
 from ._tiles import block_tiles
 
 #: static shared memory a block may declare without an opt-in
-STATIC_SMEM_LIMIT = 48 * 1024
+from .._rules import STATIC_SHARED_LIMIT as STATIC_SMEM_LIMIT  # noqa: E402 (one definition)
 #: shared memory of one H100/H200 multiprocessor usable by blocks
 SM_SMEM = 228 * 1024
 

@@ -64,7 +64,7 @@ import numba_asynccopy as ac
 from ._tiles import block_tiles
 
 #: static shared memory a block may declare without an opt-in
-STATIC_SMEM_LIMIT = 48 * 1024
+from .._rules import STATIC_SHARED_LIMIT as STATIC_SMEM_LIMIT  # noqa: E402 (one definition)
 #: shared memory of one H100/H200 multiprocessor usable by blocks
 SM_SMEM = 228 * 1024
 #: threads per block: one issuing thread (lane 0)

@@ -70,6 +70,8 @@ UNSUPPORTED_FAMILIES = {
                "DSMEM, the cluster bulk copy and multicast_mask are not simulated)",
 }
 UNSUPPORTED_FAMILIES["cluster_copy"] = UNSUPPORTED_FAMILIES["cluster"]
+# intrinsics of a simulated family that need clusters all the same
+_UNSUPPORTED_NAMES = {"cp_async_bulk_cluster": UNSUPPORTED_FAMILIES["cluster"]}
 
 
 def _family_modules():
@@ -111,13 +113,22 @@ def supported() -> list[str]:
                   and getattr(vars(m)[n], "__module__", None) == m.__name__)
 
 
+def unsupported_error(what: str, family: str | None) -> SimulatorError:
+    """The error of a call ``what`` the simulator cannot run (the reason of
+    ``family`` in :data:`UNSUPPORTED_FAMILIES`)."""
+    why = _UNSUPPORTED_NAMES.get(what) or UNSUPPORTED_FAMILIES.get(
+        family or "", "it has no simulator implementation yet")
+    return SimulatorError(
+        f"numba_asynccopy simulator: {what} cannot run in the CUDA simulator: {why}. "
+        "Run this kernel on a GPU (unset NUMBA_ENABLE_CUDASIM).")
+
+
 def _unsupported(name: str, family: str | None):
-    why = UNSUPPORTED_FAMILIES.get(family or "", "it has no simulator implementation yet")
+    why = _UNSUPPORTED_NAMES.get(name) or UNSUPPORTED_FAMILIES.get(
+        family or "", "it has no simulator implementation yet")
 
     def stub(*args, **kwargs):
-        raise SimulatorError(
-            f"numba_asynccopy simulator: {name} cannot run in the CUDA simulator: {why}. "
-            "Run this kernel on a GPU (unset NUMBA_ENABLE_CUDASIM).")
+        raise unsupported_error(name, family)
 
     stub.__name__ = stub.__qualname__ = name
     stub.__doc__ = f"{name} is not available in the CUDA simulator: {why}."

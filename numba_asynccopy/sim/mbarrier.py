@@ -71,9 +71,23 @@ def _arrive(api, bar, count, *, drop=False, no_complete=False, expect=None):
         return state
 
 
-@mirrors(_dev.mbarrier_arrive)
-def mbarrier_arrive(bar, count=1, *, sem=None, scope=None):
-    (b, n), _ = rt.validate(_dev.mbarrier_arrive, bar, count, sem=sem, scope=scope)
+def _no_clusters(api: str):
+    """A ``cta_rank=`` call reaches another CTA of the cluster: refused with
+    the reason the cluster family's stubs give."""
+    from . import unsupported_error
+
+    return unsupported_error(f"{api} with cta_rank", "cluster")
+
+
+_REMOTE_NOTE = "with ``cta_rank`` it raises SimulatorError: clusters are not simulated yet."
+
+
+@mirrors(_dev.mbarrier_arrive, _REMOTE_NOTE)
+def mbarrier_arrive(bar, count=1, *, sem=None, scope=None, cta_rank=None):
+    (b, n), _ = rt.validate(_dev.mbarrier_arrive, bar, count, sem=sem, scope=scope,
+                            cta_rank=cta_rank)
+    if cta_rank is not None:
+        raise _no_clusters("mbarrier_arrive")
     return _arrive("mbarrier_arrive", b, n)
 
 
@@ -95,10 +109,12 @@ def mbarrier_arrive_drop_no_complete(bar, count):
     return _arrive("mbarrier_arrive_drop_no_complete", b, n, drop=True, no_complete=True)
 
 
-@mirrors(_dev.mbarrier_expect_tx)
-def mbarrier_expect_tx(bar, nbytes, *, scope=None):
+@mirrors(_dev.mbarrier_expect_tx, _REMOTE_NOTE)
+def mbarrier_expect_tx(bar, nbytes, *, scope=None, cta_rank=None):
     api = "mbarrier_expect_tx"
-    (b, n), _ = rt.validate(_dev.mbarrier_expect_tx, bar, nbytes, scope=scope)
+    (b, n), _ = rt.validate(_dev.mbarrier_expect_tx, bar, nbytes, scope=scope, cta_rank=cta_rank)
+    if cta_rank is not None:
+        raise _no_clusters(api)
     th, blk = rt.current(api)
     with blk.cond:
         rt.barrier_of(api, blk, b).expect_tx(blk, int(n))
@@ -113,9 +129,12 @@ def mbarrier_complete_tx(bar, nbytes, *, scope=None):
         rt.barrier_of(api, blk, b).complete_tx(blk, int(n))
 
 
-@mirrors(_dev.mbarrier_arrive_expect_tx)
-def mbarrier_arrive_expect_tx(bar, nbytes, *, sem=None, scope=None):
-    (b, n), _ = rt.validate(_dev.mbarrier_arrive_expect_tx, bar, nbytes, sem=sem, scope=scope)
+@mirrors(_dev.mbarrier_arrive_expect_tx, _REMOTE_NOTE)
+def mbarrier_arrive_expect_tx(bar, nbytes, *, sem=None, scope=None, cta_rank=None):
+    (b, n), _ = rt.validate(_dev.mbarrier_arrive_expect_tx, bar, nbytes, sem=sem, scope=scope,
+                            cta_rank=cta_rank)
+    if cta_rank is not None:
+        raise _no_clusters("mbarrier_arrive_expect_tx")
     return _arrive("mbarrier_arrive_expect_tx", b, 1, expect=n)
 
 

@@ -75,6 +75,28 @@ BULK = "cp_async_bulk_cluster"
      "mbarrier_expect_tx_remote: `nbytes`=1048576 is outside 0..2**20-1"),
     ("ac.mbarrier_arrive_expect_tx_remote(sh, 1, 16)",
      "mbarrier_arrive_expect_tx_remote: `bar` must be a uint64 shared-memory"),
+    # the cta_rank= keyword of the mbarrier functions: the remote forms' one ordering
+    ("ac.mbarrier_arrive(bar, sem='relaxed', cta_rank=1)",
+     "mbarrier_arrive: `sem`='relaxed' is not supported with `cta_rank`: the barrier of another "
+     "CTA is reached by `mbarrier.arrive.release.cluster.shared::cluster.b64`; allowed: 'release'"),
+    ("ac.mbarrier_arrive(bar, 2, scope='cta', cta_rank=n)",
+     "mbarrier_arrive: `scope`='cta' is not supported with `cta_rank`: the barrier of another CTA "
+     "is reached by `mbarrier.arrive.release.cluster.shared::cluster.b64`; allowed: 'cluster'"),
+    ("ac.mbarrier_expect_tx(bar, 16, scope='cta', cta_rank=n)",
+     "mbarrier_expect_tx: `scope`='cta' is not supported with `cta_rank`: the barrier of another "
+     "CTA is reached by `mbarrier.expect_tx.relaxed.cluster.shared::cluster.b64`; allowed: 'cluster'"),
+    ("ac.mbarrier_arrive_expect_tx(bar, 16, sem='relaxed', scope='cluster', cta_rank=n)",
+     "mbarrier_arrive_expect_tx: `sem`='relaxed' is not supported with `cta_rank`: the barrier of "
+     "another CTA is reached by `mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64`; "
+     "allowed: 'release'"),
+    ("ac.mbarrier_arrive(bar, sem='acquire', cta_rank=1)",
+     "mbarrier_arrive: `sem`='acquire' is not supported; allowed: 'release', 'relaxed'"),
+    ("ac.mbarrier_arrive(bar, cta_rank=f)", "mbarrier_arrive: `cta_rank` must be a integer value"),
+    ("ac.mbarrier_arrive(bar, 0, cta_rank=1)", "mbarrier_arrive: `count`=0 is outside 1..1048575"),
+    ("ac.mbarrier_expect_tx(bar, 1048576, cta_rank=1)",
+     "mbarrier_expect_tx: `nbytes`=1048576 is outside 0..1048575"),
+    ("ac.mbarrier_arrive_expect_tx(bar32, 16, cta_rank=1)",
+     "mbarrier_arrive_expect_tx: `bar` must be a uint64 shared-memory"),
     # barrier and declared shape
     ("ac.cluster_arrive('acquire')",
      "cluster_arrive: `sem`='acquire' is not supported; allowed: 'release', 'relaxed'"),
@@ -107,6 +129,11 @@ def test_compile_errors(body, message):
     ("ac.mbarrier_arrive_expect_tx_remote(bar, 1, 16)", "mbarrier_arrive_expect_tx_remote",
      "mbarrier.arrive.expect_tx"),
     (f"ac.{BULK}(sh, sh, 256, bar, 1)", BULK, "cp.async.bulk.shared::cluster.shared::cta"),
+    ("ac.mbarrier_arrive(bar, cta_rank=1)", "mbarrier_arrive", "mbarrier.arrive.release.cluster"),
+    ("ac.mbarrier_expect_tx(bar, 16, cta_rank=1)", "mbarrier_expect_tx",
+     "mbarrier.expect_tx.relaxed.cluster.shared::cluster"),
+    ("ac.mbarrier_arrive_expect_tx(bar, 16, cta_rank=n)", "mbarrier_arrive_expect_tx",
+     "mbarrier.arrive.expect_tx.release.cluster"),
     ("ac.cluster_dims(2)", "cluster_dims", ".reqnctapercluster"),
     ("ac.is_explicit_cluster()", "is_explicit_cluster", "%is_explicit_cluster"),
 ])

@@ -319,3 +319,73 @@ def test_unchecked_has_no_traps():
     ptx = compile_body("ac.cp_async_bulk_cluster(sh, sh, 256, bar, n)\n"
                        "        out[0] = ac.dsmem_load(sh, n, tid)")
     assert "trap;" not in ptx and "checked mode" not in ptx_strings(ptx)
+
+
+# --- the cta_rank= keyword of the mbarrier functions ----------------------------------------------
+
+
+def same_kernel_ptx(ptx: str) -> str:
+    """PTX with the names that are unique per compiled function (the mangled
+    kernel name, the shared arrays' symbols) numbered by first appearance."""
+    names: dict[str, str] = {}
+    return re.sub(r"_Z\w+|\w*smem_\d+",
+                  lambda m: names.setdefault(m.group(0), f"NAME{len(names)}"), ptx)
+
+
+@pytest.mark.parametrize("keyword,alias", [
+    ("ac.mbarrier_arrive(bar[1:], cta_rank=n)", "ac.mbarrier_arrive_remote(bar[1:], n)"),
+    ("ac.mbarrier_arrive(bar[1:], 1, cta_rank=n)", "ac.mbarrier_arrive_remote(bar[1:], n, 1)"),
+    ("ac.mbarrier_arrive(bar[1:], 3, cta_rank=n)", "ac.mbarrier_arrive_remote(bar[1:], n, 3)"),
+    ("ac.mbarrier_arrive(bar[1:], n, sem='release', scope='cluster', cta_rank=1)",
+     "ac.mbarrier_arrive_remote(bar[1:], 1, count=n)"),
+    ("ac.mbarrier_expect_tx(bar[1:], 256, cta_rank=n)", "ac.mbarrier_expect_tx_remote(bar[1:], n, 256)"),
+    ("ac.mbarrier_expect_tx(bar, n, scope='cluster', cta_rank=0)",
+     "ac.mbarrier_expect_tx_remote(bar, 0, n)"),
+    ("ac.mbarrier_arrive_expect_tx(bar[1:], 512, cta_rank=n)",
+     "ac.mbarrier_arrive_expect_tx_remote(bar[1:], n, 512)"),
+    ("ac.mbarrier_arrive_expect_tx(bar, n, sem='release', cta_rank=tid)",
+     "ac.mbarrier_arrive_expect_tx_remote(bar, tid, n)"),
+])
+def test_cta_rank_keyword_emits_the_alias_ptx(keyword, alias):
+    ptx = compile_body(keyword)
+    assert same_kernel_ptx(ptx) == same_kernel_ptx(compile_body(alias))
+    assert len(instructions(ptx, r"mapa\.shared::cluster\.u32 ")) == 1
+    assembles(ptx)
+
+
+def test_cta_rank_keyword_checked_mode_traps_in_its_own_name():
+    ptx = checked_ptx("ac.mbarrier_arrive(bar, cta_rank=n)")
+    strings = ptx_strings(ptx)
+    assert "mbarrier_arrive: `cta_rank`=%d is outside the cluster" in strings
+    assert "mbarrier_arrive: `bar` is not 8-byte aligned" in strings
+    assembles(ptx)
+
+
+@pytest.mark.parametrize("call", [
+    "ac.mbarrier_arrive(b, cta_rank=r)",
+    "ac.mbarrier_expect_tx(b, 64, cta_rank=r)",
+    "ac.mbarrier_arrive_expect_tx(b, 64, cta_rank=r)",
+])
+def test_cta_rank_keyword_returns_nothing(call):
+    # PTX gives a remote arrive no state (its destination is the sink `_`)
+    from numba import cuda
+
+    fn = kernel_from_source(f"""
+    def f(r):
+        b = cuda.shared.array(1, np.uint64)
+        return {call}
+    """, name="f")
+    _, resty = cuda.compile_ptx(fn, (types.int32,), cc=(9, 0), device=True)
+    assert resty == types.none
+
+
+def test_local_forms_still_return_the_state():
+    from numba import cuda
+
+    fn = kernel_from_source("""
+    def f(r):
+        b = cuda.shared.array(1, np.uint64)
+        return ac.mbarrier_arrive(b, cta_rank=None)
+    """, name="f")
+    _, resty = cuda.compile_ptx(fn, (types.int32,), cc=(9, 0), device=True)
+    assert resty == types.uint64

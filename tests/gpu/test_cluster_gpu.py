@@ -482,3 +482,55 @@ except Exception as e:
     assert "LAUNCH FAILED" in text, text
     assert "numba_asynccopy checked mode: " + message in text, text
     assert "[block (0,0,0) thread (0,0,0)]" in text, text
+
+
+@pytest.mark.parametrize("size", [2, 4, 16])
+def test_remote_arrive_and_expect_tx_by_cta_rank_keyword(size):
+    # test_remote_arrive_and_expect_tx with the cta_rank= keyword of the
+    # mbarrier functions, the root's rank a run-time value
+    @cuda.jit
+    def remote_arrive_kw(A, out, out_bulk, root):
+        tid = cuda.threadIdx.x  # 64 threads
+        b = cuda.blockIdx.x
+        rank = ac.cluster_cta_rank()
+        n = ac.cluster_num_ctas()
+        rows = cuda.shared.array((16, 64), np.int32)
+        src = cuda.shared.array(64, np.int32, alignment=16)
+        dst = cuda.shared.array(64, np.int32, alignment=16)
+        bars = cuda.shared.array(2, np.uint64, alignment=8)
+        if tid == 0:
+            ac.mbarrier_init(bars[0:], 2 * (n - 1))
+            ac.mbarrier_init(bars[1:], 1)
+            ac.fence_mbarrier_init()
+        src[tid] = A[b, tid] * 3
+        ac.fence_proxy_async("shared::cta")
+        ac.cluster_sync()
+        if rank != root:
+            ac.dsmem_store(rows, root, (rank, tid), A[b, tid])
+            cuda.syncthreads()
+            if tid == 0:
+                ac.mbarrier_arrive(bars[0:], 2, sem="release", scope="cluster", cta_rank=root)
+            if rank == 1 and tid == 0:
+                ac.mbarrier_expect_tx(bars[1:], 128, cta_rank=root)
+                ac.mbarrier_arrive_expect_tx(bars[1:], 128, cta_rank=root)
+                ac.cp_async_bulk_cluster(dst, src, 256, bars[1:], root)
+        else:
+            while not ac.mbarrier_try_wait_parity(bars[0:], 0, sem="acquire", scope="cluster"):
+                pass
+            for r in range(1, n):
+                out[b + r, tid] = rows[r, tid]
+            ac.mbarrier_wait_parity(bars[1:], 0)
+            out_bulk[b // n, tid] = dst[tid]
+        ac.cluster_sync()
+
+    nclusters = 2
+    blocks = size * nclusters
+    a = rng.integers(-2**20, 2**20, (blocks, 64), dtype=np.int32)
+    out = dev_poisoned((blocks, 64), np.int32)
+    out_bulk = dev_poisoned((nclusters, 64), np.int32)
+    ac.launch(remote_arrive_kw, blocks, 64, (cuda.to_device(a), out, out_bulk, np.int32(0)),
+              cluster=size, non_portable=size > 8)
+    got = out.copy_to_host()
+    rank = np.tile(np.arange(size), nclusters)
+    np.testing.assert_array_equal(got[rank != 0], a[rank != 0])
+    np.testing.assert_array_equal(out_bulk.copy_to_host(), a[rank == 1] * 3)
