@@ -92,12 +92,13 @@ from .mbarrier import (
     _GLOBALTIMER,
     _LOAD_WORD,
     MAX_COUNT,
-    _wait_form,
     cp_async_mbarrier_arrive,
     mbarrier_arrive,
     mbarrier_arrive_expect_tx,
     mbarrier_init,
     mbarrier_test_wait_parity,
+    ptx_wait,
+    validate_wait,
 )
 from .tensor import cp_async_bulk_tensor_load, validate_load
 
@@ -368,7 +369,8 @@ def _wait(typingctx, bars, k, parity, slot, count, op, what):
     name = OPS[literal_value(op, "pipeline", "op")]
     desc = literal_value(what, "pipeline", "what", kind=str)
     cc = compile_cc()
-    wf = _wait_form(name, "try_wait" if cc is None or cc >= (9, 0) else "test_wait", True, None, None)
+    wait_text, wait_cons = ptx_wait(validate_wait(
+        name, "try_wait" if cc is None or cc >= (9, 0) else "test_wait", True, None, None))
     side = "its producers' commit" if name == "consumer_wait" else "its consumers' release"
 
     def codegen(context, builder, sig, args):
@@ -384,7 +386,7 @@ def _wait(typingctx, bars, k, parity, slot, count, op, what):
         done = fn.append_basic_block(f"{name}.done")
         builder.branch(loop)
         builder.position_at_end(loop)
-        ok = predicate(builder, f"{wf.opcode} p, [$1], $2;", f"r,{wf.operand}", [a, p])
+        ok = predicate(builder, wait_text, wait_cons, [a, p])
         if not checked:
             builder.cbranch(ok, done, loop)
         else:
