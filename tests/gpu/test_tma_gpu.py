@@ -340,8 +340,8 @@ def k(tmap, case):
             ac.cp_async_bulk_tensor_store(tmap, (0, 0), big[:16])
         elif case == 4:  # innermost coordinate 3 x 2 bytes: not 16-byte aligned
             ac.cp_async_bulk_tensor_load(big[:16], tmap, (0, 3), bar)
-        elif case == 5:  # a store at a negative row
-            ac.cp_async_bulk_tensor_store(tmap, (-1, 0), big[:16])
+        elif case == 5:  # a store at a negative row (a run-time value: a constant is a compile error)
+            ac.cp_async_bulk_tensor_store(tmap, (case - 6, 0), big[:16])
 
 a = cuda.to_device(np.zeros((64, 64), np.float16))
 tmap = ac.TensorMap(a, (16, 32), swizzle=64)
