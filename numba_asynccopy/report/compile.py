@@ -162,6 +162,12 @@ def _portable(fn) -> dict:
         if isinstance(v, _pytypes.ModuleType):
             env[n] = ("module", v.__name__)
             continue
+        if getattr(v, "__mirrors__", None) is not None:
+            # a simulator twin bound under a package name (``from
+            # numba_asynccopy import view4``): the other interpreter binds the
+            # device intrinsic of that name
+            env[n] = ("package", v.__name__)
+            continue
         inner = getattr(v, "fn", None) or getattr(v, "py_func", None)
         if isinstance(inner, _pytypes.FunctionType):  # a device function
             env[n] = ("device", _portable(inner))
@@ -186,6 +192,8 @@ def _rebuild(p: dict):
     for n, (kind, v) in p["env"].items():
         if kind == "module":
             g[n] = importlib.import_module(v)
+        elif kind == "package":
+            g[n] = getattr(importlib.import_module("numba_asynccopy"), v)
         elif kind == "device":
             # inlined: a device function compiled on its own asks the current
             # device for its compute capability, and the simulator's machine

@@ -484,6 +484,7 @@ except Exception as e:
     assert "[block (0,0,0) thread (0,0,0)]" in text, text
 
 
+@skip_on_sim(SIM_CLUSTERS)
 @pytest.mark.parametrize("size", [2, 4, 16])
 def test_remote_arrive_and_expect_tx_by_cta_rank_keyword(size):
     # test_remote_arrive_and_expect_tx with the cta_rank= keyword of the
