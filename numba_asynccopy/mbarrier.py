@@ -610,35 +610,47 @@ def _blocking_wait(api: str, parity: bool, bar, value):
     def codegen(context, builder, sig, args):
         a = _addr(context, builder, sig, args)
         v = _phase_operand(context, builder, sig, args, parity, api)
-        checked = _checked._note_compiled()
-        if checked:
-            start = asm(builder, _GLOBALTIMER, "=l", [], ret=I64)
-        fn = builder.function
-        loop = fn.append_basic_block(f"{api}.loop")
-        done = fn.append_basic_block(f"{api}.done")
-        builder.branch(loop)
-        builder.position_at_end(loop)
-        ok = _pred_asm(builder, text, constraints, [a, v])
-        if not checked:
-            builder.cbranch(ok, done, loop)
-        else:
-            timing = fn.append_basic_block(f"{api}.timeout")
-            builder.cbranch(ok, done, timing)
-            builder.position_at_end(timing)
-            now = asm(builder, _GLOBALTIMER, "=l", [], ret=I64)
-            late = builder.icmp_unsigned(">", builder.sub(now, start),
-                                         ir.Constant(I64, _checked.wait_timeout_ns()))
-            word = asm(builder, _LOAD_WORD, "=l,r", [a], ret=I64)
-            what = "parity %u" if parity else "the phase of state 0x%llx"
-            trap_if(context, builder, late, api,
-                    f"timed out after {_checked.wait_timeout_ns()} ns waiting for {what} "
-                    "of the barrier at shared address 0x%x (barrier word 0x%016llx)",
-                    [v, a, word])
-            builder.branch(loop)
-        builder.position_at_end(done)
+        what = "parity %u" if parity else "the phase of state 0x%llx"
+
+        def timed_out(word):
+            return (api, f"timed out after {_checked.wait_timeout_ns()} ns waiting for {what} "
+                    "of the barrier at shared address 0x%x (barrier word 0x%016llx)", [v, a, word])
+
+        emit_bounded_wait(context, builder, api, text, constraints, a, v, timed_out)
         return context.get_dummy_value()
 
     return codegen
+
+
+def emit_bounded_wait(context, builder, label: str, text: str, constraints: str, addr, value,
+                      timed_out) -> None:
+    """Poll ``text`` (a test_wait / try_wait on barrier ``addr`` for ``value``)
+    until the phase completes.  In checked mode the loop gives up after
+    ``wait_timeout_ns()``: ``timed_out(barrier_word)`` (called in the
+    timeout block) returns the trap's ``(api, message, values)``."""
+    checked = _checked._note_compiled()
+    if checked:
+        start = asm(builder, _GLOBALTIMER, "=l", [], ret=I64)
+    fn = builder.function
+    loop = fn.append_basic_block(f"{label}.loop")
+    done = fn.append_basic_block(f"{label}.done")
+    builder.branch(loop)
+    builder.position_at_end(loop)
+    ok = _pred_asm(builder, text, constraints, [addr, value])
+    if not checked:
+        builder.cbranch(ok, done, loop)
+    else:
+        timing = fn.append_basic_block(f"{label}.timeout")
+        builder.cbranch(ok, done, timing)
+        builder.position_at_end(timing)
+        now = asm(builder, _GLOBALTIMER, "=l", [], ret=I64)
+        late = builder.icmp_unsigned(">", builder.sub(now, start),
+                                     ir.Constant(I64, _checked.wait_timeout_ns()))
+        word = asm(builder, _LOAD_WORD, "=l,r", [addr], ret=I64)
+        api, message, values = timed_out(word)
+        trap_if(context, builder, late, api, message, values)
+        builder.branch(loop)
+    builder.position_at_end(done)
 
 
 @intrinsic

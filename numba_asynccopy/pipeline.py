@@ -83,16 +83,15 @@ from numba.core import cgutils, types
 
 from . import checked as _checked
 from ._compat import TypingError, compile_cc, intrinsic
-from ._lowering import I32, I64, as_i32, asm, block_threads, predicate, shared_addr32, trap_if
+from ._lowering import I32, I64, as_i32, block_threads, shared_addr32, trap_if
 from ._regions import check_barrier, literal_value
 from .bulk import cp_async_bulk_g2s, validate_bulk_g2s
 from .cp_async import commit_group, wait_all, wait_group
 from .fence import fence_proxy_async
 from .mbarrier import (
-    _GLOBALTIMER,
-    _LOAD_WORD,
     MAX_COUNT,
     cp_async_mbarrier_arrive,
+    emit_bounded_wait,
     mbarrier_arrive,
     mbarrier_arrive_expect_tx,
     mbarrier_init,
@@ -378,33 +377,16 @@ def _wait(typingctx, bars, k, parity, slot, count, op, what):
         kk = as_i32(context, builder, args[1], sig.args[1])
         a = builder.add(shared_addr32(builder, ary.data), builder.mul(kk, ir.Constant(I32, 8)))
         p = as_i32(context, builder, args[2], sig.args[2])
-        checked = _checked._note_compiled()
-        if checked:
-            start = asm(builder, _GLOBALTIMER, "=l", [], ret=I64)
-        fn = builder.function
-        loop = fn.append_basic_block(f"{name}.loop")
-        done = fn.append_basic_block(f"{name}.done")
-        builder.branch(loop)
-        builder.position_at_end(loop)
-        ok = predicate(builder, wait_text, wait_cons, [a, p])
-        if not checked:
-            builder.cbranch(ok, done, loop)
-        else:
-            timing = fn.append_basic_block(f"{name}.timeout")
-            builder.cbranch(ok, done, timing)
-            builder.position_at_end(timing)
-            now = asm(builder, _GLOBALTIMER, "=l", [], ret=I64)
-            late = builder.icmp_unsigned(">", builder.sub(now, start),
-                                         ir.Constant(I64, _checked.wait_timeout_ns()))
-            word = asm(builder, _LOAD_WORD, "=l,r", [a], ret=I64)
+
+        def timed_out(word):
             slot_v = as_i32(context, builder, args[3], sig.args[3])
             count_v = as_i32(context, builder, args[4], sig.args[4])
-            trap_if(context, builder, late, f"pipeline {name}",
+            return (f"pipeline {name}",
                     f"timed out after {_checked.wait_timeout_ns()} ns on slot %u (step %u, phase %u) "
                     f"of a {desc}: {side} never came (barrier word 0x%016llx)",
                     [slot_v, count_v, p, word])
-            builder.branch(loop)
-        builder.position_at_end(done)
+
+        emit_bounded_wait(context, builder, name, wait_text, wait_cons, a, p, timed_out)
         return context.get_dummy_value()
 
     return types.void(bars, k, parity, slot, count, op, what), codegen
