@@ -51,6 +51,25 @@ def numba_type(v: Any) -> types.Type:
 _typing_cache: dict = {}
 
 
+_types_cache: dict = {}
+
+
+def _shape_key(v: Any):
+    """What ``numba_type(v)`` depends on, cheaply; None where unsure."""
+    if isinstance(v, np.ndarray):
+        f = v.flags
+        return ("a", v.dtype, v.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned)
+    if v is None or isinstance(v, (bool, np.bool_, int, np.integer, str)):
+        return ("v", type(v), v)  # literal types carry the value
+    if type(v) is tuple:
+        inner = tuple(("s", type(e)) if isinstance(e, (int, np.integer, float, np.floating))
+                      and not isinstance(e, (bool, np.bool_)) else _shape_key(e) for e in v)
+        return None if None in inner else ("t", inner)
+    if isinstance(v, (float, np.floating)):
+        return ("s", type(v))
+    return None
+
+
 def validate(intrinsic: Any, *args: Any, **kwargs: Any) -> tuple[tuple, dict]:
     """Run ``intrinsic``'s own typing (validation) on these Python values.
 
@@ -59,8 +78,19 @@ def validate(intrinsic: Any, *args: Any, **kwargs: Any) -> tuple[tuple, dict]:
     """
     args = tuple(unwrap(a) for a in args)
     kwargs = {k: unwrap(v) for k, v in kwargs.items()}
-    targs = tuple(numba_type(a) for a in args)
-    tkw = tuple(sorted((k, numba_type(v)) for k, v in kwargs.items()))
+    # numba.typeof of an array or a tuple costs about 0.1 ms: a kernel calling
+    # an intrinsic in a loop pays it once per distinct argument shape
+    fast = (id(intrinsic), tuple(_shape_key(a) for a in args),
+            tuple(sorted((k, _shape_key(v)) for k, v in kwargs.items())))
+    if None in fast[1] or any(v is None for _, v in fast[2]):
+        fast = None
+    types_of = _types_cache.get(fast) if fast is not None else None
+    if types_of is None:
+        types_of = (tuple(numba_type(a) for a in args),
+                    tuple(sorted((k, numba_type(v)) for k, v in kwargs.items())))
+        if fast is not None:
+            _types_cache[fast] = types_of
+    targs, tkw = types_of
     key = (id(intrinsic), targs, tkw)
     if key not in _typing_cache:
         intrinsic._defn(None, *targs, **dict(tkw))
