@@ -106,6 +106,36 @@ def as_i64(context, builder, val, ty):
     return value_as(context, builder, val, ty, types.uint64)
 
 
+def wide_int(context, builder, val, ty):
+    """(i64, signed) of a run-time integer or bool argument at its full width,
+    before any truncation to the operand's 32 bits (a range check on the
+    truncated value would let ``2**32 + 1`` pass as 1)."""
+    base = getattr(ty, "literal_type", ty)
+    if isinstance(base, types.Boolean):
+        return builder.zext(context.cast(builder, val, ty, types.boolean), I64), False
+    v = context.cast(builder, val, ty, base) if base is not ty else val
+    if base.bitwidth < 64:
+        v = builder.sext(v, I64) if base.signed else builder.zext(v, I64)
+    return v, base.signed
+
+
+def check_range_full(context, builder, api: str, name: str, val, ty, lo: int, hi: int,
+                     hi_text=None) -> None:
+    """Checked mode: trap when the run-time argument ``name`` (``val`` of
+    Numba type ``ty``) is outside ``lo..hi`` on its full width.  Constants
+    and omitted arguments are checked at compile time, so they emit nothing."""
+    if isinstance(ty, (types.Omitted, types.Literal)):
+        return
+    from . import _rules
+
+    v, signed = wide_int(context, builder, val, ty)
+    cmp = builder.icmp_signed if signed else builder.icmp_unsigned
+    bad = builder.or_(cmp("<", v, ir.Constant(I64, lo)), cmp(">", v, ir.Constant(I64, hi)))
+    text = _rules.outside_range(name=name, value="%lld" if signed else "%llu", lo=lo,
+                                hi=hi if hi_text is None else hi_text)
+    trap_if(context, builder, bad, api, text, [v])
+
+
 def sreg(builder, name: str):
     return nvvmutils.call_sreg(builder, name)
 

@@ -19,7 +19,7 @@ from numba.cuda.np import numpy_support
 
 from . import _rules
 from ._compat import TypingError
-from ._lowering import I32, I64, generic_addr64, shared_addr32, trap_if
+from ._lowering import I32, I64, generic_addr64, is_space, shared_addr32, trap_if
 
 # --- compile time ---------------------------------------------------------
 
@@ -33,10 +33,8 @@ def literal_value(ty, api: str, name: str, *, allowed=None, kind=int, required=T
     elif isinstance(ty, types.Literal):
         val = ty.literal_value
     else:
-        raise TypingError(
-            f"{api}: `{name}` must be a compile-time constant "
-            f"({kind.__name__} literal), got a run-time {ty}"
-        )
+        raise TypingError(f"{api}: " + _rules.compile_time_constant(
+            name=name, kind=kind.__name__, got=f"a run-time {ty}"))
     if val is None:
         if required:
             raise TypingError(f"{api}: `{name}` is required")
@@ -277,3 +275,21 @@ def barrier_addr32(context, builder, ty, value):
 def barrier_generic(context, builder, ty, value):
     ary = context.make_array(ty)(context, builder, value)
     return ary.data
+
+
+def check_barrier_view(context, builder, api: str, name: str, ty, value):
+    """Checked mode: the barrier view is not empty, its first element is in
+    this CTA's shared memory (``isspacep.shared``, i.e. ``shared::cta``) and
+    8-byte aligned; the same rules, same words, as the simulator's."""
+    ary = context.make_array(ty)(context, builder, value)
+    n = ir.Constant(I64, 1)
+    for d in cgutils.unpack_tuple(builder, ary.shape, ty.ndim):
+        n = builder.mul(n, d)
+    trap_if(context, builder, builder.icmp_unsigned("==", n, ir.Constant(I64, 0)), api,
+            _rules.barrier_empty(name=name))
+    trap_if(context, builder, builder.not_(is_space(builder, ary.data, "shared")), api,
+            _rules.not_in_space(name=name, space="shared"))
+    addr = generic_addr64(builder, ary.data)
+    mis = builder.urem(addr, ir.Constant(I64, 8))
+    trap_if(context, builder, builder.icmp_unsigned("!=", mis, ir.Constant(I64, 0)), api,
+            _rules.not_aligned(name=name, align=8, addr="%p"), [addr])

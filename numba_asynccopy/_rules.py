@@ -35,6 +35,9 @@ MAX_COUNT = (1 << 20) - 1
 #: The transaction-byte count of one mbarrier operation is below 2**20.
 MAX_TX = (1 << 20) - 1
 
+#: The suspend-time hint of ``mbarrier.try_wait`` is a 32-bit operand (nanoseconds).
+MAX_SUSPEND_HINT = (1 << 32) - 1
+
 #: Bulk (non-tensor) copies move multiples of this many bytes, 16-byte aligned.
 BULK_ALIGN = 16
 
@@ -86,6 +89,14 @@ local_shared_view = _rule(
     "local_shared_view", "`{name}` must be a local shared-memory array view, got {got}")
 not_in_space = _rule("not_in_space", "`{name}` is not in {space} memory")
 not_aligned = _rule("not_aligned", "`{name}` is not {align}-byte aligned (address {addr})")
+barrier_empty = _rule("barrier_empty", "`{name}` is an empty view; its first element is the barrier")
+outside_cluster = _rule(
+    "outside_cluster", "`{name}`={value} is outside the cluster ({n} CTAs: ranks 0..{last})")
+
+# Arguments the PTX instruction takes as an immediate: the GPU compile needs a
+# constant, and the simulator refuses a run-time value with the same words.
+compile_time_constant = _rule(
+    "compile_time_constant", "`{name}` must be a compile-time constant ({kind} literal), got {got}")
 
 # Chunked views (cp.async and row-by-row bulk copies).
 last_axis_strided = _rule(

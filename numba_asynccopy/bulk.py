@@ -683,7 +683,7 @@ def _lower_bulk_cluster(context, builder, sig, args, o: BulkClusterOptions):
 
     def body():
         if _checked._note_compiled():
-            check_rank(context, builder, api, "remote_cta_id", rank)
+            check_rank(context, builder, api, "remote_cta_id", args[4], sig.args[4])
             check_shared(context, builder, api, "dst", d.data)
             check_shared(context, builder, api, "src", s.data)
             check_barrier_runtime(context, builder, api, "mbar", bar)

@@ -28,6 +28,7 @@ from ._lowering import (
     I64,
     as_i32,
     asm,
+    check_range_full,
     generic_addr64,
     instruction,
     is_space,
@@ -36,6 +37,7 @@ from ._lowering import (
     shared_addr32,
     statement,
     trap_if,
+    wide_int,
 )
 from ._regions import (
     barrier_generic,
@@ -67,15 +69,16 @@ def cluster_size(builder):
     return read_sreg(builder, "sreg.cluster_nctarank")
 
 
-def check_rank(context, builder, api: str, name: str, rank32, only_if=None):
-    """Checked mode: trap unless 0 <= rank < cluster_num_ctas()."""
+def check_rank(context, builder, api: str, name: str, val, ty):
+    """Checked mode: trap unless 0 <= rank < cluster_num_ctas(), on the rank's
+    full width (a 64-bit ``2**32`` must not pass as rank 0)."""
     n = cluster_size(builder)
-    bad = builder.icmp_unsigned(">=", rank32, n)
-    if only_if is not None:
-        bad = builder.and_(bad, only_if)
+    v, signed = wide_int(context, builder, val, ty)
+    bad = builder.icmp_unsigned(">=", v, builder.zext(n, I64))  # a negative rank is huge unsigned
     trap_if(context, builder, bad, api,
-            f"`{name}`=%d is outside the cluster (%u CTAs: ranks 0..%u)",
-            [rank32, n, builder.sub(n, ir.Constant(I32, 1))])
+            _rules.outside_cluster(name=name, value="%lld" if signed else "%llu", n="%u",
+                                   last="%u"),
+            [v, n, builder.sub(n, ir.Constant(I32, 1))])
 
 
 def check_shared(context, builder, api: str, name: str, ptr):
@@ -378,7 +381,7 @@ def dsmem_address(context, builder, api, vty, view, rty, rank, ity, index):
     r = as_i32(context, builder, rank, rty)
     if _checked._note_compiled():
         check_shared(context, builder, api, "view", ary.data)
-        check_rank(context, builder, api, "rank", r)
+        check_rank(context, builder, api, "rank", rank, rty)
         for axis, (i, n) in enumerate(zip(idx, shape)):
             trap_if(context, builder, builder.icmp_unsigned(">=", i, n), api,
                     f"index %lld is out of range for axis {axis} of `view` (size %lld)", [i, n])
@@ -520,7 +523,7 @@ def map_shared_rank(typingctx, view, rank):
         r = as_i32(context, builder, args[1], sig.args[1])
         if _checked._note_compiled():
             check_shared(context, builder, api, "view", ary.data)
-            check_rank(context, builder, api, "rank", r)
+            check_rank(context, builder, api, "rank", args[1], sig.args[1])
         mapped = pure_asm(builder, f"{opcode} $0, $1, $2;", "=l,l,r",
                           [generic_addr64(builder, ary.data), r], ret=I64)
         out = context.make_array(sig.return_type)(context, builder, args[0])
@@ -543,7 +546,7 @@ def remote_barrier(context, builder, api, bty, bar, rty, rank):
     r = as_i32(context, builder, rank, rty)
     if _checked._note_compiled():
         check_barrier_runtime(context, builder, api, "bar", ptr)
-        check_rank(context, builder, api, "cta_rank", r)
+        check_rank(context, builder, api, "cta_rank", rank, rty)
     return mapa32(builder, shared_addr32(builder, ptr), r)
 
 
@@ -564,6 +567,10 @@ class RemoteBarrierOp:
     key: str
     sink: bool  # an arrive: PTX's ``_`` stands where a local arrive returns its state
     value: bool  # a run-time count or byte count follows the address
+    name: str = "count"  # that value's argument, and the range checked mode enforces
+    lo: int = 1
+    hi: int = _rules.MAX_COUNT
+    hi_text: str | None = None  # how the compile-time message writes ``hi``
 
 
 def ptx_remote_barrier_op(o: RemoteBarrierOp) -> tuple[str, str]:
@@ -579,6 +586,9 @@ def lower_remote_barrier_op(context, builder, sig, args, o: RemoteBarrierOp, api
     addr = remote_barrier(context, builder, api, sig.args[0], args[0], sig.args[rank_at],
                           args[rank_at])
     ops = [addr]
+    if _checked._note_compiled():  # a count of 1 left out by PTX is still checked when run time
+        check_range_full(context, builder, api, o.name, args[value_at], sig.args[value_at],
+                         o.lo, o.hi, o.hi_text)
     if o.value:
         ops.append(as_i32(context, builder, args[value_at], sig.args[value_at]))
     text, constraints = ptx_remote_barrier_op(o)
@@ -598,7 +608,8 @@ def validate_arrive_remote(bar, cta_rank, count) -> RemoteBarrierOp:
     # a count of 1 is PTX's default: the operand is left out
     has_count = not (isinstance(count, types.Omitted) or
                      (isinstance(count, types.IntegerLiteral) and count.literal_value == 1))
-    return RemoteBarrierOp("mbarrier.arrive.remote", sink=True, value=has_count)
+    return RemoteBarrierOp("mbarrier.arrive.remote", sink=True, value=has_count,
+                           hi_text="2**20-1")
 
 
 def validate_tx_remote(api: str, key: str, arrive: bool, bar, cta_rank, nbytes) -> RemoteBarrierOp:
@@ -611,7 +622,8 @@ def validate_tx_remote(api: str, key: str, arrive: bool, bar, cta_rank, nbytes) 
         raise TypingError(f"{api}: " + _rules.outside_range(
             name="nbytes", value=nbytes.literal_value, lo=0, hi="2**20-1")
             + " (the transaction-count range)")
-    return RemoteBarrierOp(key, sink=arrive, value=True)
+    return RemoteBarrierOp(key, sink=arrive, value=True, name="nbytes", lo=0, hi=_rules.MAX_TX,
+                           hi_text="2**20-1")
 
 
 @intrinsic

@@ -28,6 +28,7 @@ from ._lowering import (
     linear_tid,
     trap_if,
     statement,
+    wide_int,
 )
 from ._regions import (
     View,
@@ -167,10 +168,15 @@ def _lower_cp_async(context, builder, sig, args, o: CpAsyncOptions):
         not_global = builder.not_(is_space(builder, s.data, "global"))
         trap_if(context, builder, not_global, api, _rules.not_in_space(name="src", space="global"))
         check_chunk_views(context, builder, api, [d, s], o.chunk_bytes)
-        if o.src_size:
-            big = builder.icmp_unsigned(">", extra[0], ir.Constant(I32, o.chunk_bytes))
-            trap_if(context, builder, big, api,
-                    _rules.src_size_outside(size="%u", chunk=o.chunk_bytes), [extra[0]])
+        if o.src_size and not isinstance(sig.args[5], types.Literal):
+            # on the full width: a 64-bit 2**32 + 4 must not pass as 4, nor -1 as 2**32-1
+            v, signed = wide_int(context, builder, args[5], sig.args[5])
+            cmp = builder.icmp_signed if signed else builder.icmp_unsigned
+            bad = builder.or_(cmp("<", v, ir.Constant(I64, 0)),
+                              cmp(">", v, ir.Constant(I64, o.chunk_bytes)))
+            trap_if(context, builder, bad, api,
+                    _rules.src_size_outside(size="%lld" if signed else "%llu",
+                                            chunk=o.chunk_bytes), [v])
     text, constraints = ptx_cp_async(o)
 
     def issue(outer, c):

@@ -33,16 +33,27 @@ from . import _rules
 from . import checked as _checked
 from ._compat import TypingError, compile_cc, intrinsic
 from ._forms import FORMS, form, select
-from ._lowering import I32, I64, as_i32, as_i64, asm, instruction, predicate, trap_if
+from ._lowering import (
+    I32,
+    I64,
+    as_i32,
+    as_i64,
+    asm,
+    check_range_full,
+    instruction,
+    predicate,
+    trap_if,
+)
 from ._regions import (
     barrier_addr32,
     bool_constant,
     check_barrier,
+    check_barrier_view,
     check_runtime_scalar,
     is_absent,
     literal_value,
 )
-from ._rules import MAX_COUNT, MAX_TX  # re-exported: expected arrivals, transaction bytes
+from ._rules import MAX_COUNT, MAX_SUSPEND_HINT, MAX_TX  # re-exported: expected arrivals, transaction bytes
 from .cluster import RemoteBarrierOp, lower_remote_barrier_op
 
 ARRIVE_SEMS = ("release", "relaxed")
@@ -82,20 +93,18 @@ def validate_count(api: str, name: str, ty, lo: int, hi: int):
     return None
 
 
-def _check_range(context, builder, api, name, value, lo, hi):
-    """Checked-mode trap for a run-time count outside lo..hi."""
-    bad = builder.or_(builder.icmp_unsigned("<", value, ir.Constant(I32, lo)),
-                      builder.icmp_unsigned(">", value, ir.Constant(I32, hi)))
-    trap_if(context, builder, bad, api, _rules.outside_range(name=name, value="%u", lo=lo, hi=hi),
-            [value])
-
-
 # checked mode's blocking-wait watchdog: the clock, and the barrier word it reports
 _GLOBALTIMER = f"mov.u64 $0, {form('sreg.globaltimer').opcode};"
 _LOAD_WORD = f"{form('ld.volatile.shared.b64').opcode} $0, [$1];"
 
 
-def _addr(context, builder, sig, args, i=0):
+def _addr(context, builder, sig, args, api: str, i=0):
+    """32-bit shared address of the barrier argument ``i``; checked mode
+    first checks the view (not empty, in this CTA's shared memory, 8-byte
+    aligned): an mbarrier instruction on any other address is an illegal
+    instruction with no message."""
+    if _checked._note_compiled():
+        check_barrier_view(context, builder, api, "bar", sig.args[i], args[i])
     return barrier_addr32(context, builder, sig.args[i], args[i])
 
 
@@ -134,12 +143,11 @@ def lower_barrier_op(o: BarrierOp, api: str):
     """Codegen of ``o``: the barrier is argument 0, the value argument 1."""
 
     def codegen(context, builder, sig, args):
-        ops = [_addr(context, builder, sig, args)]
+        ops = [_addr(context, builder, sig, args, api)]
         if o.value:
-            n = as_i32(context, builder, args[1], sig.args[1])
-            if _checked._note_compiled():
-                _check_range(context, builder, api, o.value, n, o.lo, o.hi)
-            ops.append(n)
+            if _checked._note_compiled():  # on the full width, before the 32-bit operand
+                check_range_full(context, builder, api, o.value, args[1], sig.args[1], o.lo, o.hi)
+            ops.append(as_i32(context, builder, args[1], sig.args[1]))
         text, constraints = ptx_barrier_op(o)
         if o.state:
             return asm(builder, text, constraints, ops, ret=I64)
@@ -191,7 +199,7 @@ def validate_remote(api: str, bar, value, sem, scope, cta_rank, *, name: str, lo
     check_runtime_scalar(cta_rank, api, "cta_rank")
     select(r.key)
     has_value = r.default_value is None or v != r.default_value
-    return RemoteBarrierOp(r.key, sink=r.sink, value=has_value)
+    return RemoteBarrierOp(r.key, sink=r.sink, value=has_value, name=name, lo=lo, hi=hi)
 
 
 def lower_remote(o: RemoteBarrierOp, api: str, rank_at: int):
@@ -492,10 +500,9 @@ def ptx_wait(o: WaitOptions) -> tuple[str, str]:
 
 def _phase_operand(context, builder, sig, args, parity: bool, api: str):
     if parity:
-        p = as_i32(context, builder, args[1], sig.args[1])
         if _checked._note_compiled():
-            _check_range(context, builder, api, "parity", p, 0, 1)
-        return p
+            check_range_full(context, builder, api, "parity", args[1], sig.args[1], 0, 1)
+        return as_i32(context, builder, args[1], sig.args[1])
     return as_i64(context, builder, args[1], sig.args[1])
 
 
@@ -520,7 +527,7 @@ def _try_wait(api, parity, bar, value, hint, sem, scope):
     _check_phase_type(api, parity, value)
     has_hint = not is_absent(hint)
     if has_hint:
-        check_runtime_scalar(hint, api, "suspend_hint_ns")
+        validate_count(api, "suspend_hint_ns", hint, 0, MAX_SUSPEND_HINT)
     o = validate_wait(api, "try_wait", parity, sem, scope, has_hint)
     return _lower_poll(o, api)
 
@@ -529,9 +536,12 @@ def _lower_poll(o: WaitOptions, api: str):
     """Codegen of test_wait / try_wait: barrier, state or parity, [hint]."""
 
     def codegen(context, builder, sig, args):
-        v = _phase_operand(context, builder, sig, args, o.parity, api)
-        ops = [_addr(context, builder, sig, args), v]
+        a = _addr(context, builder, sig, args, api)
+        ops = [a, _phase_operand(context, builder, sig, args, o.parity, api)]
         if o.hint:
+            if _checked._note_compiled():
+                check_range_full(context, builder, api, "suspend_hint_ns", args[2], sig.args[2],
+                                 0, MAX_SUSPEND_HINT)
             ops.append(as_i32(context, builder, args[2], sig.args[2]))
         return _pred_asm(builder, *ptx_wait(o), ops)
 
@@ -608,7 +618,7 @@ def _blocking_wait(api: str, parity: bool, bar, value):
     text, constraints = ptx_wait(validate_wait(api, op, parity, None, None))
 
     def codegen(context, builder, sig, args):
-        a = _addr(context, builder, sig, args)
+        a = _addr(context, builder, sig, args, api)
         v = _phase_operand(context, builder, sig, args, parity, api)
         what = "parity %u" if parity else "the phase of state 0x%llx"
 
@@ -738,7 +748,7 @@ def cp_async_mbarrier_arrive(typingctx, bar, noinc=False):
     opcode = f.opcode.format(noinc=".noinc" if flag else "")
 
     def codegen(context, builder, sig, args):
-        asm(builder, f"{opcode} [$0];", "r", [_addr(context, builder, sig, args)])
+        asm(builder, f"{opcode} [$0];", "r", [_addr(context, builder, sig, args, api)])
         return context.get_dummy_value()
 
     return types.void(bar, noinc), codegen

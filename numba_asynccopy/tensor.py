@@ -508,7 +508,9 @@ def fence_proxy_tensormap(typingctx, tensor_map, scope="sys"):
     sc = literal_value(scope, api, "scope", kind=str, allowed=FENCE_SCOPES)
 
     def codegen(context, builder, sig, args):
-        _, maddr = _map_addr(context, builder, sig.args[0], args[0])
+        m, maddr = _map_addr(context, builder, sig.args[0], args[0])
+        if _checked._note_compiled():  # the fence names a global (tensormap proxy) address
+            check_space(context, builder, api, m, "global")
         emit_fence(builder, maddr, sc)
         return context.get_dummy_value()
 

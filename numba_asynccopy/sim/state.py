@@ -16,6 +16,7 @@ from typing import Callable
 
 import numpy as np
 
+from .. import _rules
 from ..host import _numba_sim_internals as _nbsim
 from ..host._numba_sim_internals import address
 from .errors import SIM_PREFIX, SimulatorError, violation
@@ -329,13 +330,14 @@ class Barrier:
 
 def barrier_of(api: str, blk: BlockState, bar: np.ndarray, *, init_count: int | None = None) -> Barrier:
     """The Barrier at the first element of ``bar`` (a shared uint64 view)."""
+    # checked mode's rules on the barrier view, in its order and words
     if bar.size == 0:
-        raise violation(api, "`bar` is an empty view; its first element is the barrier")
+        raise violation(api, _rules.barrier_empty(name="bar"))
     if space_of(bar) != "shared":
-        raise violation(api, "`bar` is not in shared memory")
+        raise violation(api, _rules.not_in_space(name="bar", space="shared"))
     addr = address(bar)
     if addr % 8:
-        raise violation(api, f"`bar` is not 8-byte aligned (address 0x{addr:x})")
+        raise violation(api, _rules.not_aligned(name="bar", align=8, addr=f"0x{addr:x}"))
     if init_count is not None:
         b = blk.barriers[addr] = Barrier(addr, describe_shared(addr), init_count)
         return b

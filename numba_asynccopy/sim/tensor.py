@@ -294,9 +294,14 @@ def prefetch_tensormap(tensor_map, *, fence=True):
     _check_space(api, "tensor_map", m, "global")
 
 
-@mirrors(_dev.fence_proxy_tensormap, "no-op: the simulator's map is read directly.")
+@mirrors(_dev.fence_proxy_tensormap,
+         "checks that the map is in global memory as checked mode does; otherwise a no-op "
+         "(the simulator's map is read directly).")
 def fence_proxy_tensormap(tensor_map, scope="sys"):
-    rt.validate(_dev.fence_proxy_tensormap, tensor_map, scope)
+    api = "fence_proxy_tensormap"
+    (m, _), _ = rt.validate(_dev.fence_proxy_tensormap, tensor_map, scope)
+    rt.current(api)
+    _check_space(api, "tensor_map", m, "global")
 
 
 @mirrors(_dev.cp_async_bulk_prefetch_tensor,

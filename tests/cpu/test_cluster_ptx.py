@@ -297,13 +297,13 @@ def checked_ptx(body, shared=""):
 
 @pytest.mark.parametrize("body,messages", [
     ("ac.cp_async_bulk_cluster(sh[:n], sh[n:], 256, bar, n)",
-     ["`remote_cta_id`=%d is outside the cluster", "`dst` is not a local shared-memory view",
+     ["`remote_cta_id`=%lld is outside the cluster", "`dst` is not a local shared-memory view",
       "`mbar` is not 8-byte aligned", "is not 16-byte aligned", "chunk counts differ",
       "is not a whole number of 256-byte chunks"]),
     ("out[0] = ac.dsmem_load(sh, n, tid)",
-     ["`rank`=%d is outside the cluster", "out of range for axis 0"]),
-    ("ac.mbarrier_arrive_remote(bar, n)", ["`cta_rank`=%d is outside the cluster"]),
-    ("p = ac.map_shared_rank(sh, n)\n        p[0] = 1", ["`rank`=%d is outside the cluster"]),
+     ["`rank`=%lld is outside the cluster", "out of range for axis 0"]),
+    ("ac.mbarrier_arrive_remote(bar, n)", ["`cta_rank`=%lld is outside the cluster"]),
+    ("p = ac.map_shared_rank(sh, n)\n        p[0] = 1", ["`rank`=%lld is outside the cluster"]),
 ])
 def test_checked_mode_traps(body, messages):
     ptx = checked_ptx(body)
@@ -356,7 +356,7 @@ def test_cta_rank_keyword_emits_the_alias_ptx(keyword, alias):
 def test_cta_rank_keyword_checked_mode_traps_in_its_own_name():
     ptx = checked_ptx("ac.mbarrier_arrive(bar, cta_rank=n)")
     strings = ptx_strings(ptx)
-    assert "mbarrier_arrive: `cta_rank`=%d is outside the cluster" in strings
+    assert "mbarrier_arrive: `cta_rank`=%lld is outside the cluster" in strings
     assert "mbarrier_arrive: `bar` is not 8-byte aligned" in strings
     assembles(ptx)
 

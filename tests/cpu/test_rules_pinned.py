@@ -16,6 +16,7 @@ PINNED: dict[str, list[tuple[dict, str]]] = {
          "`count`=1048576 is outside 1..1048575"),
         (dict(name="nbytes", value="%u", lo=0, hi=1048575), "`nbytes`=%u is outside 0..1048575"),
         (dict(name="count", value=0, lo=1, hi="2**20-1"), "`count`=0 is outside 1..2**20-1"),
+        (dict(name="count", value="%lld", lo=1, hi=1048575), "`count`=%lld is outside 1..1048575"),
     ],
     "src_size_outside": [
         (dict(size=17, chunk=16), "src_size=17 is outside 0..chunk_bytes (16)"),
@@ -39,6 +40,19 @@ PINNED: dict[str, list[tuple[dict, str]]] = {
     "not_aligned": [
         (dict(name="mbar", align=8, addr="0x1004"), "`mbar` is not 8-byte aligned (address 0x1004)"),
         (dict(name="src", align=16, addr="%p"), "`src` is not 16-byte aligned (address %p)"),
+    ],
+    "barrier_empty": [
+        (dict(name="bar"), "`bar` is an empty view; its first element is the barrier"),
+    ],
+    "outside_cluster": [
+        (dict(name="cta_rank", value=5, n=2, last=1),
+         "`cta_rank`=5 is outside the cluster (2 CTAs: ranks 0..1)"),
+        (dict(name="rank", value="%lld", n="%u", last="%u"),
+         "`rank`=%lld is outside the cluster (%u CTAs: ranks 0..%u)"),
+    ],
+    "compile_time_constant": [
+        (dict(name="chunk_bytes", kind="int", got="a run-time int64"),
+         "`chunk_bytes` must be a compile-time constant (int literal), got a run-time int64"),
     ],
     "last_axis_strided": [
         (dict(name="src", stride=8), "the last axis of `src` is not contiguous (stride 8 bytes)"),
