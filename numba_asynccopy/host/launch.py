@@ -111,7 +111,38 @@ def check_device_limits(cufunc: Any, grid: tuple[int, int, int] | None,
     """``grid`` (blocks; None: not launched) and ``block`` against the
     device's limits, so that a launch the driver would refuse with a bare
     CUDA_ERROR_INVALID_VALUE is an error naming the limit."""
-    lim = _nb.device_launch_limits(cufunc)
+    check_launch_limits(_nb.device_launch_limits(cufunc), grid, block, what)
+
+
+#: sm_90's launch limits (H100/H200), which the simulator enforces: it has
+#: no device to read them from, and a launch it runs should be one the GPU runs.
+SIM_LIMITS = _nb.LaunchLimits((1024, 1024, 64), 1024, ((1 << 31) - 1, 65535, 65535))
+#: sm_90's MAX_SHARED_MEMORY_PER_BLOCK_OPTIN (227 KiB), the simulator's limit
+SIM_SHARED_OPTIN = 227 * 1024
+
+
+def check_shared_total(static: int, dynamic: int, optin: int, what: str) -> None:
+    """Static plus dynamic shared memory of one block against the device's
+    opt-in limit (``static`` is 0 where it is not known: the simulator)."""
+    if static + dynamic > optin:
+        raise ClusterLaunchError(
+            f"{what}: {dynamic} bytes of dynamic shared memory plus the kernel's "
+            f"{static} bytes of static shared memory exceed the device's "
+            f"per-block opt-in limit of {optin} bytes (MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)"
+        )
+
+
+def check_sim_launch(grid: tuple[int, int, int], block: tuple[int, int, int], dynamic: int,
+                     what: str) -> None:
+    """The simulator's launch: the checks a GPU launch gets, against sm_90's
+    limits (a block of 2048 threads runs in Python but never on the GPU)."""
+    check_launch_limits(SIM_LIMITS, grid, block, what)
+    check_shared_total(0, check_shared_mem(dynamic, what), SIM_SHARED_OPTIN, what)
+
+
+def check_launch_limits(lim: Any, grid: tuple[int, int, int] | None,
+                        block: tuple[int, int, int], what: str) -> None:
+    """``grid`` and ``block`` against ``lim`` (a ``LaunchLimits``)."""
     for axis, b, most in zip("xyz", block, lim.max_block):
         if b > most:
             raise ClusterLaunchError(f"{what}: `block` {block} has {b} threads on axis {axis}; the "
@@ -236,13 +267,8 @@ def _raise_shared_limit(cufunc: Any, st: _KernelState, dynamic: int, what: str) 
     static = cufunc.attrs.shared
     if static + dynamic <= DEFAULT_SHARED_LIMIT or dynamic <= st.max_dynamic_shared:
         return
-    optin = _nb.device_attribute(cufunc, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
-    if static + dynamic > optin:
-        raise ClusterLaunchError(
-            f"{what}: {dynamic} bytes of dynamic shared memory plus the kernel's "
-            f"{static} bytes of static shared memory exceed the device's "
-            f"per-block opt-in limit of {optin} bytes (MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)"
-        )
+    check_shared_total(static, dynamic,
+                       _nb.device_attribute(cufunc, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"), what)
     _nb.kernel_set_attribute(cufunc, "MAX_DYNAMIC_SHARED_SIZE_BYTES", dynamic)
     st.max_dynamic_shared = dynamic
 

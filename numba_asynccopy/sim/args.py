@@ -9,6 +9,8 @@ import numba
 import numpy as np
 from numba.core import types
 
+from .constants import refuse_runtime_constants
+
 
 def unwrap(x: Any) -> Any:
     """The numpy array behind a simulator device array, or ``x`` itself."""
@@ -95,4 +97,6 @@ def validate(intrinsic: Any, *args: Any, **kwargs: Any) -> tuple[tuple, dict]:
     if key not in _typing_cache:
         intrinsic._defn(None, *targs, **dict(tkw))
         _typing_cache[key] = True
+    # a run-time value where the GPU needs a constant: the GPU compile's error
+    refuse_runtime_constants(intrinsic, targs, dict(tkw), args, kwargs)
     return args, kwargs

@@ -13,15 +13,23 @@ POISON_BYTE = 0xFF
 SCHEDULES = ("worst", "eager")
 
 
+SCHEDULE_ENV = "NUMBA_ASYNCCOPY_SIM_SCHEDULE"
+
+
 def _env_schedule() -> str:
-    s = os.environ.get("NUMBA_ASYNCCOPY_SIM_SCHEDULE", "worst").strip() or "worst"
+    """``NUMBA_ASYNCCOPY_SIM_SCHEDULE``: unset or empty is ``worst``."""
+    raw = os.environ.get(SCHEDULE_ENV)
+    s = (raw or "").strip() or "worst"
     if s not in SCHEDULES:
-        raise ValueError(
-            f"NUMBA_ASYNCCOPY_SIM_SCHEDULE={s!r} is not a schedule; use 'worst' or 'eager'")
+        raise ValueError(f"environment variable {SCHEDULE_ENV}={raw!r} is not a schedule: "
+                         "use worst or eager")
     return s
 
 
-_settings = {"schedule": _env_schedule()}
+# ``None``: not read yet.  The environment is read on first use (as checked
+# mode's variables are), so a bad value is an error naming the variable where
+# the schedule is needed rather than an import that dies.
+_settings: dict = {"schedule": None}
 
 
 def set_schedule(name: str) -> None:
@@ -39,14 +47,24 @@ def set_schedule(name: str) -> None:
         import numba_asynccopy as ac
         ac.sim.set_schedule("eager")   # does the bug depend on the schedule?
     """
+    _settings["schedule"] = _check_name("ac.sim.set_schedule", name)
+
+
+def _check_name(api: str, name: object) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"{api}: `name` must be 'worst' or 'eager' (a str), got {name!r} "
+                        f"({type(name).__name__})")
     if name not in SCHEDULES:
-        raise ValueError(f"schedule must be 'worst' or 'eager', got {name!r}")
-    _settings["schedule"] = name
+        raise ValueError(f"{api}: `name` must be 'worst' or 'eager', got {name!r}")
+    return name
 
 
 def get_schedule() -> str:
     """The current completion schedule, ``"worst"`` or ``"eager"``."""
-    return _settings["schedule"]
+    name = _settings["schedule"]
+    if name is None:
+        name = _settings["schedule"] = _env_schedule()
+    return name
 
 
 @contextlib.contextmanager
@@ -58,8 +76,9 @@ def schedule(name: str) -> Iterator[None]:
         with ac.sim.schedule("eager"):
             kernel[1, 64](a, b)
     """
+    name = _check_name("ac.sim.schedule", name)
     old = get_schedule()
-    set_schedule(name)
+    _settings["schedule"] = name
     try:
         yield
     finally:
@@ -67,4 +86,4 @@ def schedule(name: str) -> Iterator[None]:
 
 
 def eager() -> bool:
-    return _settings["schedule"] == "eager"
+    return get_schedule() == "eager"

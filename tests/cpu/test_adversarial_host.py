@@ -12,6 +12,7 @@ offending call's file and line.
 
 from __future__ import annotations
 
+
 import importlib.util
 import math
 import os
@@ -424,6 +425,28 @@ def test_a_bad_checked_variable_names_itself_when_read(monkeypatch, saved_mode, 
         ac.is_checked()
 
 
+@pytest.mark.parametrize("raw", ["lazy", "Worst", "1", "eager,worst"])
+def test_a_bad_schedule_variable_names_itself_when_read(monkeypatch, raw):
+    S = importlib.import_module("numba_asynccopy.sim.schedule")  # not ac.sim.schedule()
+
+    monkeypatch.setenv("NUMBA_ASYNCCOPY_SIM_SCHEDULE", raw)
+    monkeypatch.setitem(S._settings, "schedule", None)  # as at import: read when first needed
+    with pytest.raises(ValueError, match="environment variable NUMBA_ASYNCCOPY_SIM_SCHEDULE=.* "
+                                         "is not a schedule: use worst or eager"):
+        S.get_schedule()
+    S.set_schedule("eager")  # an explicit schedule does not need the variable
+    assert S.get_schedule() == "eager"
+
+
+@pytest.mark.parametrize("raw,name", [("", "worst"), (" eager ", "eager"), ("worst", "worst")])
+def test_the_schedule_variable(monkeypatch, raw, name):
+    S = importlib.import_module("numba_asynccopy.sim.schedule")  # not ac.sim.schedule()
+
+    monkeypatch.setenv("NUMBA_ASYNCCOPY_SIM_SCHEDULE", raw)
+    monkeypatch.setitem(S._settings, "schedule", None)
+    assert S.get_schedule() == name
+
+
 def test_the_import_survives_bad_variables():
     from ..conftest import run_python
 
@@ -433,7 +456,8 @@ def test_the_import_survives_bad_variables():
             ac.wait_timeout_ns()
         except ValueError as e:
             print("raised:", e)
-    """, env={"NUMBA_ASYNCCOPY_WAIT_TIMEOUT_NS": "2s", "NUMBA_ASYNCCOPY_CHECKED": "no"})
+    """, env={"NUMBA_ASYNCCOPY_WAIT_TIMEOUT_NS": "2s", "NUMBA_ASYNCCOPY_CHECKED": "no",
+              "NUMBA_ASYNCCOPY_SIM_SCHEDULE": "lazy"})
     assert r.returncode == 0, r.stderr
     assert "raised: environment variable NUMBA_ASYNCCOPY_WAIT_TIMEOUT_NS='2s'" in r.stdout
 

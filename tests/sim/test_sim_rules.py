@@ -132,8 +132,12 @@ def test_schedule_option():
     with ac.sim.schedule("eager"):
         assert ac.sim.get_schedule() == "eager"
     assert ac.sim.get_schedule() == "worst"
-    with pytest.raises(ValueError, match="schedule must be 'worst' or 'eager'"):
+    with pytest.raises(ValueError, match="ac.sim.set_schedule: `name` must be 'worst' or 'eager'"):
         ac.sim.set_schedule("lazy")
+    with pytest.raises(TypeError, match="ac.sim.schedule: `name` must be 'worst' or 'eager'"):
+        with ac.sim.schedule(1):
+            pass
+    assert ac.sim.get_schedule() == "worst"
 
 
 def test_intrinsics_without_a_simulator_version_raise_a_clear_error():

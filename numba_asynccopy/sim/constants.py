@@ -1,0 +1,200 @@
+"""Run-time values where the GPU needs a compile-time constant.
+
+The simulator sees Python values, not Numba types: ``chunk_bytes=16`` and a
+``chunk_bytes`` read from an array are both the int 16 to it, so every value
+gets the compile-time checks (:func:`.args.validate`).  A GPU compile
+refuses the second one (the PTX operand is an immediate).  To refuse it
+too, with the compile-time error's words, this module reads the kernel's
+source at the call: an argument that depends on a kernel parameter, an
+array element, ``cuda.threadIdx``/``blockIdx``/..., a function call, a loop
+variable or a variable assigned more than once is a run-time value (Numba
+types it so), and the device intrinsic's typing is run again with that
+argument's run-time type.  An error it raises that asks for a constant is
+the error the GPU compile would raise.
+
+Where the source cannot be read (kernels built by ``exec``) or the call is
+not found on its line, nothing is refused: the analysis only ever refuses
+what the GPU compile refuses.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import os
+import sys
+import textwrap
+from typing import Any
+
+from numba.core import types
+
+from .._rules import compile_time_constant
+
+_SIM_DIR = os.path.dirname(os.path.abspath(__file__))
+# the words every "needs a constant" error of the device typing shares
+_NEEDS_CONSTANT = compile_time_constant.template.split("{name}`")[1].split("(")[0]
+
+# code object -> (function AST, run-time local names) or None (no source)
+_functions: dict = {}
+# (intrinsic id, the arguments' types) -> the typing error, or None
+_verdicts: dict = {}
+
+
+def _kernel_frame():
+    """The frame of the kernel (or device function) code that made the call."""
+    f = sys._getframe(2)
+    while f is not None and os.path.dirname(os.path.abspath(f.f_code.co_filename)) == _SIM_DIR:
+        f = f.f_back
+    return f
+
+
+def _function(code) -> tuple | None:
+    if code in _functions:
+        return _functions[code]
+    found = None
+    try:
+        src = textwrap.dedent(inspect.getsource(code))
+        tree = ast.parse(src)
+        fn = next(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        # line 1 of the source read is co_firstlineno (a decorator line, if any)
+        found = (fn, code.co_firstlineno - 1, _runtime_locals(fn))
+    except (OSError, TypeError, SyntaxError, StopIteration):
+        found = None
+    _functions[code] = found
+    return found
+
+
+def _runtime_locals(fn: ast.FunctionDef) -> set[str]:
+    """Names of ``fn`` that Numba types as run-time values."""
+    params = {a.arg for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs}
+    assigned: dict[str, list] = {}
+    runtime = set(params)
+    for node in ast.walk(fn):
+        targets: list = []
+        value = None
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets, value = [node.target], node.value
+        elif isinstance(node, (ast.For, ast.comprehension)):
+            targets, value = [node.target], None  # a loop variable changes: run time
+        elif isinstance(node, ast.NamedExpr):
+            targets, value = [node.target], node.value
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            targets, value = [node.optional_vars], None
+        for t in targets:
+            for name in (n.id for n in ast.walk(t) if isinstance(n, ast.Name)):
+                assigned.setdefault(name, []).append(value)
+                if value is None or isinstance(node, ast.AugAssign) or not isinstance(t, ast.Name):
+                    runtime.add(name)
+    runtime |= {n for n, values in assigned.items() if len(values) > 1}
+    changed = True
+    while changed:
+        changed = False
+        for name, values in assigned.items():
+            if name not in runtime and any(_is_runtime(v, runtime) for v in values):
+                runtime.add(name)
+                changed = True
+    return runtime
+
+
+def _is_runtime(expr, runtime: set[str]) -> bool:
+    for n in ast.walk(expr):
+        if isinstance(n, ast.Name) and n.id in runtime:
+            return True
+        if isinstance(n, (ast.Subscript, ast.Call)):
+            return True
+        if isinstance(n, ast.Attribute):
+            root = n
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id == "cuda":
+                return True  # cuda.threadIdx.x, cuda.blockDim.x, ...
+    return False
+
+
+def _call_at(fn: ast.FunctionDef, line: int, api: str) -> ast.Call | None:
+    hits = [n for n in ast.walk(fn) if isinstance(n, ast.Call)
+            and (getattr(n.func, "attr", None) == api or getattr(n.func, "id", None) == api)
+            and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _runtime_type(value: Any) -> types.Type | None:
+    if isinstance(value, (bool,)):
+        return types.boolean
+    if isinstance(value, int):
+        return types.int64
+    if hasattr(value, "dtype") and getattr(value, "shape", None) == ():
+        from numba import typeof
+
+        return typeof(value)
+    return None
+
+
+_sites: dict = {}  # (intrinsic id, code, lasti) -> names of the run-time arguments there
+
+
+def _runtime_params(intrinsic: Any, f) -> tuple[str, ...]:
+    key = (id(intrinsic), f.f_code, f.f_lasti)
+    names = _sites.get(key)
+    if names is not None:
+        return names
+    names = ()
+    fn = _function(f.f_code)
+    if fn is not None:
+        from ._mirror import device_function, user_signature
+
+        tree, offset, runtime = fn
+        call = _call_at(tree, f.f_lineno - offset, device_function(intrinsic).__name__)
+        if call is not None and not any(isinstance(a, ast.Starred) for a in call.args) \
+                and not any(k.arg is None for k in call.keywords):
+            params = list(user_signature(intrinsic).parameters)
+            exprs = dict(zip(params, call.args))
+            exprs.update({k.arg: k.value for k in call.keywords})
+            names = tuple(n for n, e in exprs.items() if _is_runtime(e, runtime))
+    _sites[key] = names
+    return names
+
+
+def refuse_runtime_constants(intrinsic: Any, targs: tuple, tkw: dict, args: tuple,
+                             kwargs: dict) -> None:
+    """Raise the device typing's "must be a compile-time constant" error
+    when an argument the GPU needs as a constant is a run-time value at the
+    kernel's call (see the module docstring)."""
+    f = _kernel_frame()
+    if f is None:
+        return
+    names = _runtime_params(intrinsic, f)
+    if not names:
+        return
+    from ._mirror import user_signature
+
+    pos = {n: i for i, n in enumerate(user_signature(intrinsic).parameters) if i < len(targs)}
+    new_args, new_kw, changed = list(targs), dict(tkw), []
+    for name in names:
+        if name in pos:
+            i = pos[name]
+            rt = _runtime_type(args[i])
+            if rt is not None and isinstance(targs[i], types.Literal):
+                new_args[i] = rt
+                changed.append((name, str(rt)))
+        elif name in new_kw:
+            rt = _runtime_type(kwargs.get(name))
+            if rt is not None and isinstance(new_kw[name], types.Literal):
+                new_kw[name] = rt
+                changed.append((name, str(rt)))
+    if not changed:
+        return
+    key = (id(intrinsic), tuple(changed), tuple(map(str, targs)), tuple(sorted(map(str, tkw.items()))))
+    if key not in _verdicts:
+        verdict = None
+        try:
+            intrinsic._defn(None, *new_args, **new_kw)
+        except Exception as e:  # the device typing's own error
+            if _NEEDS_CONSTANT in str(e):
+                verdict = e
+        _verdicts[key] = verdict
+    err = _verdicts[key]
+    if err is not None:
+        raise type(err)(str(err)) from None
