@@ -623,8 +623,10 @@ def bulk_wait_group(typingctx, n, read=False):
     api = "bulk_wait_group"
     f = form("cp.async.bulk.wait_group")
     count = literal_value(n, api, "n")
-    if not 0 <= count < 1 << 31:
+    if count < 0:
         raise TypingError(f"{api}: {_rules.wait_count_negative(count=count)}")
+    if count >= 1 << 31:  # the PTX immediate is a 32-bit signed value
+        raise TypingError(f"{api}: {_rules.outside_range(name='n', value=count, lo=0, hi='2**31-1')}")
     rd = bool_constant(read, api, "read")
     text = f"{f.opcode.format(read='.read' if rd else '')} {count};"
 

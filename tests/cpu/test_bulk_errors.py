@@ -63,6 +63,7 @@ def test_needs_sm90(body, message):
     ("ac.bulk_wait_group(n)",
      "bulk_wait_group: `n` must be a compile-time constant (int literal), got a run-time int32"),
     ("ac.bulk_wait_group(-1)", "bulk_wait_group: `n` must be >= 0, got -1"),
+    ("ac.bulk_wait_group(2**31)", "bulk_wait_group: `n`=2147483648 is outside 0..2**31-1"),
     ("ac.bulk_wait_group(0, read=n > 0)",
      "bulk_wait_group: `read` must be a compile-time constant (bool literal)"),
     ("ac.bulk_wait_group(0, read=1)", "bulk_wait_group: `read` must be a bool constant, got 1"),
