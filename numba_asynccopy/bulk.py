@@ -61,6 +61,7 @@ from ._regions import (
     bool_or_runtime,
     check_array_view,
     check_barrier,
+    check_barrier_view,
     check_chunk_views,
     check_runtime_scalar,
     check_same_rank,
@@ -185,10 +186,8 @@ def check_row_views(context, builder, api: str, lead: View, other: View | None) 
 
 
 def check_barrier_value(context, builder, api: str, mbar_ty, mbar) -> None:
-    ptr = barrier_generic(context, builder, mbar_ty, mbar)
-    trap_if(context, builder, builder.not_(is_space(builder, ptr, "shared")), api,
-            _rules.not_in_space(name="mbar", space="shared"))
-    check_aligned(context, builder, api, "mbar", generic_addr64(builder, ptr), 8)
+    """The ``mbar`` view: the local mbarrier functions' rules on ``bar``."""
+    check_barrier_view(context, builder, api, "mbar", mbar_ty, mbar)
 
 
 def cluster_nctarank(builder):
@@ -768,3 +767,49 @@ def cp_async_bulk_cluster(typingctx, dst, src, chunk_bytes, mbar, remote_cta_id,
         return _lower_bulk_cluster(context, builder, sig, args, o)
 
     return sig, codegen
+
+
+# --- what checked mode checks here (the README's table is made from these) ------
+
+def _declare_bulk(api: str, shared: str | None, glob: str | None, mbar: bool = False) -> None:
+    if shared:
+        _checked.declare(api, shared, _rules.not_in_space, name=shared, space="shared")
+    if glob:
+        _checked.declare(api, glob, _rules.not_in_space, name=glob, space="global")
+    for name in (n for n in (shared, glob) if n):
+        _checked.declare(api, name, _rules.bulk_size_multiple, what=f"`{name}` (or a row of it)",
+                         size="…")
+        _checked.declare(api, name, _rules.bulk_size_limit, what=f"`{name}` (or a row of it)",
+                         size="…")
+        _checked.declare(api, name, _rules.not_aligned, name=name, align=BULK_ALIGN, addr="…")
+    if shared and glob:
+        _checked.declare(api, "dst, src", _rules.byte_counts_differ, a_name="dst", a="…",
+                         b_name="src", b="…")
+    if mbar:
+        _checked.declare(api, "mbar", _rules.barrier_empty, name="mbar")
+        _checked.declare(api, "mbar", _rules.not_in_space, name="mbar", space="shared")
+        _checked.declare(api, "mbar", _rules.not_aligned, name="mbar", align=8, addr="…")
+
+
+_declare_bulk("cp_async_bulk_g2s", "dst", "src", mbar=True)
+_declare_bulk("cp_async_bulk_s2g", "src", "dst")
+_declare_bulk("cp_reduce_async_bulk_s2g", "src", "dst")
+_declare_bulk("cp_async_bulk_prefetch_l2", None, "src")
+_checked.declare(("cp_async_bulk_g2s", "cp_async_bulk_tensor_load"), "multicast_mask",
+                 "multicast_mask is 0: the copy would land nowhere")
+_checked.declare(("cp_async_bulk_g2s", "cp_async_bulk_tensor_load"), "multicast_mask",
+                 "multicast_mask=… names a CTA rank outside this cluster of … CTAs")
+_checked.declare("cp_async_bulk_cluster", "remote_cta_id", _rules.outside_cluster,
+                 name="remote_cta_id", value="…", n="…", last="…")
+for _name in ("dst", "src"):
+    _checked.declare("cp_async_bulk_cluster", _name,
+                     f"`{_name}` is not a local shared-memory view (base …)")
+    _checked.declare("cp_async_bulk_cluster", _name, _rules.row_not_whole_chunks, name=_name,
+                     row="…", chunk="chunk_bytes")
+    _checked.declare("cp_async_bulk_cluster", _name, _rules.chunk_misaligned, name=_name,
+                     align=BULK_ALIGN, base="…")
+_checked.declare("cp_async_bulk_cluster", "mbar", "`mbar` is not a local shared-memory view (base …)")
+_checked.declare("cp_async_bulk_cluster", "mbar", _rules.not_aligned, name="mbar", align=8,
+                 addr="…")
+_checked.declare("cp_async_bulk_cluster", "dst, src", _rules.chunk_counts_differ, a_name="src",
+                 a="…", b_name="dst", b="…")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 import numpy as np
@@ -184,3 +185,75 @@ def cache_key() -> tuple:
     from . import __version__
 
     return ("numba_asynccopy", __version__, _checked_now(), _timeout_now())
+
+
+# --- what checked mode checks: the registry behind the README's table ------------
+
+
+@dataclass(frozen=True)
+class Check:
+    """One run-time check of checked mode: ``api``'s ``argument`` against a rule."""
+
+    api: str
+    argument: str
+    rule: str  # the rulebook's name for it ("" where the family words its own)
+    text: str  # what the trap says, a run-time value written as "…"
+
+
+#: every declared check, in declaration order (family modules declare theirs
+#: next to the code that emits them)
+CHECKS: list[Check] = []
+
+
+def declare(apis: str | tuple[str, ...], argument: str, rule: Any, **fields: Any) -> None:
+    """Record that checked mode checks ``argument`` of each of ``apis``.
+
+    ``rule`` is a rulebook ``Rule`` rendered with ``fields`` (a run-time
+    value as "…"), or a plain text where a family words the rule itself.
+    The README's checked-mode table is made from these records
+    (``make readme-table``; a CPU test fails when it is stale).
+
+    Example::
+
+        declare("mbarrier_init", "count", _rules.outside_range,
+                name="count", value="…", lo=1, hi=_rules.MAX_COUNT)
+    """
+    from . import _rules
+
+    if isinstance(rule, _rules.Rule):
+        name, text = rule.name, rule(**fields)
+    else:
+        name, text = "", str(rule)
+    for api in (apis,) if isinstance(apis, str) else apis:
+        c = Check(api, argument, name, text)
+        if c not in CHECKS:
+            CHECKS.append(c)
+
+
+def checks_table() -> str:
+    """The README's checked-mode table: one row per function and argument."""
+    import numba_asynccopy  # noqa: F401  (every family declares its checks on import)
+
+    rows: dict[tuple[str, str], list[str]] = {}
+    for c in CHECKS:
+        rows.setdefault((c.api, c.argument), []).append(c.text.replace("|", "\\|"))
+    lines = ["| function | argument | traps when (the trap's words; … is the run-time value) |",
+             "|---|---|---|"]
+    for (api, arg), texts in sorted(rows.items()):
+        shown = f"`{arg}`" if arg.replace(", ", "").replace("_", "").isalnum() else arg
+        lines.append(f"| `{api}` | {shown} | " + "<br>".join(texts) + " |")
+    return "\n".join(lines)
+
+
+def write_readme_table(path: str) -> bool:
+    """Rewrite the checked-mode table between the README's markers; True if it changed."""
+    begin, end = "<!-- checked-table:begin -->\n", "\n<!-- checked-table:end -->"
+    with open(path) as f:
+        text = f.read()
+    head, rest = text.split(begin)
+    _, tail = rest.split(end)
+    new = head + begin + checks_table() + end + tail
+    if new != text:
+        with open(path, "w") as f:
+            f.write(new)
+    return new != text

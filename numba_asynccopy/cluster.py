@@ -775,3 +775,22 @@ def cluster_dims(typingctx, x, y=1, z=1, *, non_portable=False):
         return context.get_dummy_value()
 
     return types.void(x, y, z, non_portable), codegen
+
+
+# --- what checked mode checks here (the README's table is made from these) ------
+
+_REMOTE_BARRIER_APIS = ("mbarrier_arrive_remote", "mbarrier_expect_tx_remote",
+                        "mbarrier_arrive_expect_tx_remote")
+_checked.declare(_REMOTE_BARRIER_APIS, "bar", "`bar` is not a local shared-memory view (base …)")
+_checked.declare(_REMOTE_BARRIER_APIS, "bar", _rules.not_aligned, name="bar", align=8, addr="…")
+_checked.declare(_REMOTE_BARRIER_APIS, "cta_rank", _rules.outside_cluster, name="cta_rank",
+                 value="…", n="…", last="…")
+_checked.declare("mbarrier_arrive_remote", "count", _rules.outside_range, name="count", value="…",
+                 lo=1, hi="2**20-1")
+_checked.declare(("mbarrier_expect_tx_remote", "mbarrier_arrive_expect_tx_remote"), "nbytes",
+                 _rules.outside_range, name="nbytes", value="…", lo=0, hi="2**20-1")
+for _api in ("map_shared_rank", "dsmem_load", "dsmem_store", "dsmem_atomic_add"):
+    _checked.declare(_api, "view", "`view` is not a local shared-memory view (base …)")
+    _checked.declare(_api, "rank", _rules.outside_cluster, name="rank", value="…", n="…", last="…")
+_checked.declare(("dsmem_load", "dsmem_store", "dsmem_atomic_add"), "index",
+                 "index … is out of range for axis k of `view` (size …)")

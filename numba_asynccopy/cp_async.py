@@ -387,3 +387,22 @@ def createpolicy_fractional(typingctx, primary="evict_last", secondary=None, fra
                    clobber_memory=False)
 
     return types.uint64(primary, secondary, fraction), codegen
+
+
+# --- what checked mode checks here (the README's table is made from these) ------
+
+_checked.declare("cp_async", "dst", _rules.not_in_space, name="dst", space="shared")
+_checked.declare("cp_async", "src", _rules.not_in_space, name="src", space="global")
+for _name in ("dst", "src"):
+    _checked.declare("cp_async", _name, _rules.last_axis_strided, name=_name, stride="…")
+    _checked.declare("cp_async", _name, _rules.row_not_whole_chunks, name=_name, row="…",
+                     chunk="chunk_bytes")
+    _checked.declare("cp_async", _name, _rules.chunk_misaligned, name=_name, align="chunk_bytes",
+                     base="…")
+_checked.declare("cp_async", "dst, src", _rules.repeat_axis_differs, axis="k", a_name="dst",
+                 a="…", b_name="src", b="…")
+_checked.declare("cp_async", "dst, src", _rules.chunk_counts_differ, a_name="dst", a="…",
+                 b_name="src", b="…")
+_checked.declare("cp_async", "src_size", _rules.src_size_outside, size="…", chunk="chunk_bytes")
+_checked.declare("wait_group", "n", _rules.wait_count_negative, count="…")
+_checked.declare("createpolicy_fractional", "fraction", _rules.fraction_range, fraction="…")

@@ -101,3 +101,9 @@ def elect_sync(typingctx, mask=0xFFFFFFFF):
         return predicate(builder, f"{f.opcode} _|p, $1;", "r", [m])
 
     return types.boolean(mask), codegen
+
+
+# --- what checked mode checks here (the README's table is made from these) ------
+
+_checked.declare("elect_sync", "mask", _rules.outside_range, name="mask", value="…", lo="0x1",
+                 hi="0xFFFFFFFF")

@@ -752,3 +752,33 @@ def cp_async_mbarrier_arrive(typingctx, bar, noinc=False):
         return context.get_dummy_value()
 
     return types.void(bar, noinc), codegen
+
+
+# --- what checked mode checks here (the README's table is made from these) ------
+
+_LOCAL_BARRIER_APIS = (
+    "mbarrier_init", "mbarrier_inval", "mbarrier_arrive", "mbarrier_arrive_drop",
+    "mbarrier_arrive_no_complete", "mbarrier_arrive_drop_no_complete", "mbarrier_expect_tx",
+    "mbarrier_complete_tx", "mbarrier_arrive_expect_tx", "mbarrier_test_wait",
+    "mbarrier_test_wait_parity", "mbarrier_try_wait", "mbarrier_try_wait_parity", "mbarrier_wait",
+    "mbarrier_wait_parity", "cp_async_mbarrier_arrive")
+_checked.declare(_LOCAL_BARRIER_APIS, "bar", _rules.barrier_empty, name="bar")
+_checked.declare(_LOCAL_BARRIER_APIS, "bar", _rules.not_in_space, name="bar", space="shared")
+_checked.declare(_LOCAL_BARRIER_APIS, "bar", _rules.not_aligned, name="bar", align=8, addr="…")
+_checked.declare(("mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_drop",
+                  "mbarrier_arrive_no_complete", "mbarrier_arrive_drop_no_complete"), "count",
+                 _rules.outside_range, name="count", value="…", lo=1, hi=MAX_COUNT)
+_checked.declare(("mbarrier_expect_tx", "mbarrier_complete_tx", "mbarrier_arrive_expect_tx"),
+                 "nbytes", _rules.outside_range, name="nbytes", value="…", lo=0, hi=MAX_TX)
+_checked.declare(("mbarrier_test_wait_parity", "mbarrier_try_wait_parity", "mbarrier_wait_parity"),
+                 "parity", _rules.outside_range, name="parity", value="…", lo=0, hi=1)
+_checked.declare(("mbarrier_try_wait", "mbarrier_try_wait_parity"), "suspend_hint_ns",
+                 _rules.outside_range, name="suspend_hint_ns", value="…", lo=0, hi=MAX_SUSPEND_HINT)
+_checked.declare(("mbarrier_wait", "mbarrier_wait_parity"), "(the wait)",
+                 "timed out after `ac.wait_timeout_ns()` ns waiting for … of the barrier at shared "
+                 "address … (barrier word …)")
+# the cta_rank= forms (the *_remote spellings declare theirs in the cluster family)
+_checked.declare(tuple(_REMOTE), "cta_rank", _rules.outside_cluster, name="cta_rank", value="…",
+                 n="…", last="…")
+_checked.declare(tuple(_REMOTE), "bar (with cta_rank)",
+                 "`bar` is not a local shared-memory view (base …)")

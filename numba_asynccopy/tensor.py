@@ -561,3 +561,35 @@ def cp_async_bulk_prefetch_tensor(typingctx, tensor_map, coords, *, cache_policy
         return context.get_dummy_value()
 
     return types.void(tensor_map, coords, cache_policy, fence), codegen
+
+
+# --- what checked mode checks here (the README's table is made from these) ------
+
+_MAP_APIS = ("cp_async_bulk_tensor_load", "cp_async_bulk_tensor_store",
+             "cp_reduce_async_bulk_tensor", "cp_async_bulk_prefetch_tensor")
+_checked.declare(_MAP_APIS + ("prefetch_tensormap", "fence_proxy_tensormap"), "tensor_map",
+                 _rules.not_in_space, name="tensor_map", space="global")
+_checked.declare(_MAP_APIS, "tensor_map", _rules.tensor_map_words, words="…", need=BUFFER_WORDS)
+_checked.declare(_MAP_APIS, "tensor_map", _rules.tensor_map_magic)
+_checked.declare(_MAP_APIS, "coords", _rules.tensor_rank, rank="len(coords)", map_rank="…")
+_checked.declare(_MAP_APIS, "coords", _rules.tensor_inner_coord, coord="…", itemsize="…")
+_checked.declare(_MAP_APIS, "coords",
+                 "`coords`[k]=… is outside -2**31..2**31-1 (tensor coordinates are signed 32-bit)")
+_checked.declare(("cp_async_bulk_tensor_store", "cp_reduce_async_bulk_tensor"), "coords",
+                 _rules.tensor_negative_coord, axis="k", coord="…")
+for _api, _tile in (("cp_async_bulk_tensor_load", "dst"), ("cp_async_bulk_tensor_store", "src"),
+                    ("cp_reduce_async_bulk_tensor", "src")):
+    _checked.declare(_api, _tile, _rules.not_in_space, name=_tile, space="shared")
+    _checked.declare(_api, _tile, _rules.tensor_not_dense, name=_tile, axis="k", stride="…",
+                     expect="…")
+    _checked.declare(_api, _tile, _rules.tensor_itemsize, name=_tile, itemsize="…",
+                     map_itemsize="…")
+    _checked.declare(_api, _tile, _rules.tensor_box_bytes, name=_tile, nbytes="…", box="…")
+    _checked.declare(_api, _tile, _rules.tensor_smem_align, name=_tile, addr="…", align="…")
+_checked.declare("cp_reduce_async_bulk_tensor", "src", _rules.tensor_dtype, name="src", code="…",
+                 map_code="…")
+_checked.declare("cp_async_bulk_tensor_load", "mbar", _rules.barrier_empty, name="mbar")
+_checked.declare("cp_async_bulk_tensor_load", "mbar", _rules.not_in_space, name="mbar",
+                 space="shared")
+_checked.declare("cp_async_bulk_tensor_load", "mbar", _rules.not_aligned, name="mbar", align=8,
+                 addr="…")

@@ -438,3 +438,14 @@ __all__ = [
     "store_vec",
     "view4",
 ]
+
+
+# --- what checked mode checks here (the README's table is made from these) ------
+
+for _api in ("load_vec", "store_vec", "load4", "store4", "load2", "store2", "chunk_view", "view4"):
+    _checked.declare(_api, "idx", "`idx`=… is outside axis k of `arr` (length …); the n elements "
+                     "from the last index must all be inside the last axis")
+    _checked.declare(_api, "arr", "the last axis of `arr` is not contiguous (stride … bytes, "
+                     "itemsize …)")
+    _checked.declare(_api, "arr", "the n x itemsize bytes at `arr[idx]` (…) are not aligned to "
+                     "their size")

@@ -65,10 +65,11 @@ def _check_aligned(api: str, name: str, addr: int, align: int) -> None:
 
 def _check_mbar(api: str, blk: rt.BlockState, mbar: np.ndarray) -> rt.Barrier:
     """``check_barrier_value`` (names `mbar`), then the initialised barrier."""
-    if mbar.size and rt.space_of(mbar) != "shared":
+    if not mbar.size:
+        raise rt.violation(api, _rules.barrier_empty(name="mbar"))
+    if rt.space_of(mbar) != "shared":
         raise rt.violation(api, _rules.not_in_space(name="mbar", space="shared"))
-    if mbar.size:
-        _check_aligned(api, "mbar", rt.address(mbar), 8)
+    _check_aligned(api, "mbar", rt.address(mbar), 8)
     return rt.barrier_of(api, blk, mbar)
 
 
