@@ -88,8 +88,10 @@ def _check_count(api: str, arr, n) -> int:
 
 def _check_values(api: str, values, count: int | None) -> int:
     """``values``: a tuple of ``count`` numbers (None: of any length)."""
+    # complex numbers are Numbers too, but no vector register holds one
     ok = (isinstance(values, types.BaseTuple)
-          and all(isinstance(t, (types.Number, types.Boolean)) for t in values.types))
+          and all(isinstance(t, (types.Number, types.Boolean)) and not isinstance(t, types.Complex)
+                  for t in values.types))
     if ok and count is not None:
         ok = len(values.types) == count
     if not ok:
