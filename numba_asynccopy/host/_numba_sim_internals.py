@@ -26,6 +26,7 @@ NAMES: tuple[tuple[str, str], ...] = (
     ("numba.cuda.simulator.kernelapi", "FakeCUDAShared.__init__"),
     ("numba.cuda.simulator.kernelapi", "FakeCUDAShared.array"),
     ("numba.cuda.simulator.kernelapi", "FakeCUDALocal.array"),
+    ("numba.cuda.simulator.kernelapi", "FakeCUDAModule.__init__"),
     ("numba.cuda.np.numpy_support", "as_dtype"),
 )
 
