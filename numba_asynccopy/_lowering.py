@@ -120,10 +120,12 @@ def wide_int(context, builder, val, ty):
 
 
 def check_range_full(context, builder, api: str, name: str, val, ty, lo: int, hi: int,
-                     hi_text=None) -> None:
+                     hi_text=None, rule=None) -> None:
     """Checked mode: trap when the run-time argument ``name`` (``val`` of
     Numba type ``ty``) is outside ``lo..hi`` on its full width.  Constants
-    and omitted arguments are checked at compile time, so they emit nothing."""
+    and omitted arguments are checked at compile time, so they emit nothing.
+    ``rule`` (fields ``name`` and ``value``) words it where the compile-time
+    check does not say ``outside_range``."""
     if isinstance(ty, (types.Omitted, types.Literal)):
         return
     from . import _rules
@@ -131,8 +133,9 @@ def check_range_full(context, builder, api: str, name: str, val, ty, lo: int, hi
     v, signed = wide_int(context, builder, val, ty)
     cmp = builder.icmp_signed if signed else builder.icmp_unsigned
     bad = builder.or_(cmp("<", v, ir.Constant(I64, lo)), cmp(">", v, ir.Constant(I64, hi)))
-    text = _rules.outside_range(name=name, value="%lld" if signed else "%llu", lo=lo,
-                                hi=hi if hi_text is None else hi_text)
+    fmt = "%lld" if signed else "%llu"
+    text = rule(name=name, value=fmt) if rule is not None else _rules.outside_range(
+        name=name, value=fmt, lo=lo, hi=hi if hi_text is None else hi_text)
     trap_if(context, builder, bad, api, text, [v])
 
 

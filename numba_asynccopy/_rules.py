@@ -81,6 +81,7 @@ def _rule(name: str, template: str) -> Rule:
 outside_range = _rule("outside_range", "`{name}`={value} is outside {lo}..{hi}")
 src_size_outside = _rule("src_size_outside", "src_size={size} is outside 0..chunk_bytes ({chunk})")
 fraction_range = _rule("fraction_range", "`fraction`={fraction} must be in (0, 1]")
+parity_bit = _rule("parity_bit", "`{name}`={value} must be 0 or 1")
 wait_count_negative = _rule("wait_count_negative", "`n` must be >= 0, got {count}")
 bool_constant = _rule("bool_constant", "`{name}` must be a bool constant, got {value}")
 

@@ -501,7 +501,8 @@ def ptx_wait(o: WaitOptions) -> tuple[str, str]:
 def _phase_operand(context, builder, sig, args, parity: bool, api: str):
     if parity:
         if _checked._note_compiled():
-            check_range_full(context, builder, api, "parity", args[1], sig.args[1], 0, 1)
+            check_range_full(context, builder, api, "parity", args[1], sig.args[1], 0, 1,
+                             rule=_rules.parity_bit)
         return as_i32(context, builder, args[1], sig.args[1])
     return as_i64(context, builder, args[1], sig.args[1])
 
@@ -510,7 +511,7 @@ def _check_phase_type(api, parity: bool, value):
     if parity:
         check_runtime_scalar(value, api, "parity", (types.Integer, types.Boolean))
         if isinstance(value, types.IntegerLiteral) and value.literal_value not in (0, 1):
-            raise TypingError(f"{api}: `parity`={value.literal_value} must be 0 or 1")
+            raise TypingError(f"{api}: {_rules.parity_bit(name='parity', value=value.literal_value)}")
     else:
         check_runtime_scalar(value, api, "state")
 
@@ -771,7 +772,7 @@ _checked.declare(("mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_drop",
 _checked.declare(("mbarrier_expect_tx", "mbarrier_complete_tx", "mbarrier_arrive_expect_tx"),
                  "nbytes", _rules.outside_range, name="nbytes", value="…", lo=0, hi=MAX_TX)
 _checked.declare(("mbarrier_test_wait_parity", "mbarrier_try_wait_parity", "mbarrier_wait_parity"),
-                 "parity", _rules.outside_range, name="parity", value="…", lo=0, hi=1)
+                 "parity", _rules.parity_bit, name="parity", value="…")
 _checked.declare(("mbarrier_try_wait", "mbarrier_try_wait_parity"), "suspend_hint_ns",
                  _rules.outside_range, name="suspend_hint_ns", value="…", lo=0, hi=MAX_SUSPEND_HINT)
 _checked.declare(("mbarrier_wait", "mbarrier_wait_parity"), "(the wait)",

@@ -76,9 +76,6 @@ def test_every_local_barrier_function_checks_the_view(api):
     ("ac.mbarrier_complete_tx(bars[0:], v)", "mbarrier_complete_tx", "nbytes", 0, 1048575),
     ("out[0] = ac.mbarrier_arrive_expect_tx(bars[0:], v)", "mbarrier_arrive_expect_tx",
      "nbytes", 0, 1048575),
-    ("ac.mbarrier_wait_parity(bars[0:], v)", "mbarrier_wait_parity", "parity", 0, 1),
-    ("out[0] = ac.mbarrier_test_wait_parity(bars[0:], v)", "mbarrier_test_wait_parity",
-     "parity", 0, 1),
     ("out[0] = ac.mbarrier_try_wait_parity(bars[0:], 0, v)", "mbarrier_try_wait_parity",
      "suspend_hint_ns", 0, 4294967295),
     # the cta_rank= keyword and the *_remote spellings
@@ -107,6 +104,18 @@ def test_run_time_values_are_range_checked_on_their_full_width(body, api, name, 
     plain = compile_body(body, vty)
     assert not re.search(r"\btrap;", plain)
     toolchain.assemble(ptx)
+
+
+@pytest.mark.parametrize("body,api", [
+    ("ac.mbarrier_wait_parity(bars[0:], v)", "mbarrier_wait_parity"),
+    ("out[0] = ac.mbarrier_test_wait_parity(bars[0:], v)", "mbarrier_test_wait_parity"),
+    ("out[0] = ac.mbarrier_try_wait_parity(bars[0:], v)", "mbarrier_try_wait_parity"),
+])
+@pytest.mark.parametrize("vty,conv", [(types.int64, "%lld"), (types.uint32, "%llu")])
+def test_run_time_parities_are_checked_on_their_full_width_in_the_compile_time_words(body, api, vty,
+                                                                                     conv):
+    ptx = compile_body(body, vty, checked=True)
+    assert f"{api}: `parity`={conv} must be 0 or 1" in ptx_strings(ptx)
 
 
 @pytest.mark.parametrize("body,rank_name", [

@@ -41,6 +41,10 @@ PINNED: dict[str, list[tuple[dict, str]]] = {
         (dict(name="mbar", align=8, addr="0x1004"), "`mbar` is not 8-byte aligned (address 0x1004)"),
         (dict(name="src", align=16, addr="%p"), "`src` is not 16-byte aligned (address %p)"),
     ],
+    "parity_bit": [
+        (dict(name="parity", value=2), "`parity`=2 must be 0 or 1"),
+        (dict(name="parity", value="%lld"), "`parity`=%lld must be 0 or 1"),
+    ],
     "barrier_empty": [
         (dict(name="bar"), "`bar` is an empty view; its first element is the barrier"),
     ],
