@@ -106,6 +106,17 @@ def as_i64(context, builder, val, ty):
     return value_as(context, builder, val, ty, types.uint64)
 
 
+def truth_i32(context, builder, val, ty):
+    """A run-time bool or integer flag (``pred=``, ``ignore_src=``) as an i32
+    that is non-zero when it is: a 64-bit ``2**32`` is true, as in Python,
+    not truncated to 0."""
+    base = getattr(ty, "literal_type", ty)
+    if isinstance(base, types.Integer) and base.bitwidth > 32:
+        v = context.cast(builder, val, ty, base) if base is not ty else val
+        return builder.zext(builder.icmp_unsigned("!=", v, ir.Constant(v.type, 0)), I32)
+    return as_i32(context, builder, val, ty)
+
+
 def wide_int(context, builder, val, ty):
     """(i64, signed) of a run-time integer or bool argument at its full width,
     before any truncation to the operand's 32 bits (a range check on the

@@ -52,6 +52,7 @@ from ._lowering import (
     shared_addr32,
     trap_if,
     statement,
+    truth_i32,
 )
 from ._regions import (
     View,
@@ -72,7 +73,7 @@ from ._regions import (
 )
 from ._rules import BULK_ALIGN  # re-exported: size granule and address alignment
 from ._rules import MAX_TX  # re-exported: a barrier's transaction range
-from .cluster import check_barrier_runtime, check_rank, check_shared, mapa32
+from .cluster import check_barrier_runtime, check_rank, check_rank_arg, check_shared, mapa32
 
 # --- compile time -----------------------------------------------------------
 
@@ -662,7 +663,7 @@ def validate_cp_async_bulk_cluster(dst, src, chunk_bytes, mbar, remote_cta_id, p
     check_view(api, "src", src, chunk)
     check_same_rank(api, "dst", dst, "src", src)
     check_barrier(api, "mbar", mbar)
-    check_runtime_scalar(remote_cta_id, api, "remote_cta_id")
+    check_rank_arg(api, "remote_cta_id", remote_cta_id)
     p = bool_or_runtime(pred, api, "pred")
     return BulkClusterOptions(chunk, {True: "always", False: "never", None: "runtime"}[p])
 
@@ -695,7 +696,7 @@ def _lower_bulk_cluster(context, builder, sig, args, o: BulkClusterOptions):
             asm(builder, text, constraints, [rdst, s.shared_chunk(builder, outer, c, o.chunk_bytes), rbar])
 
     if o.pred == "runtime":
-        p = as_i32(context, builder, args[5], sig.args[5])
+        p = truth_i32(context, builder, args[5], sig.args[5])
         with builder.if_then(builder.icmp_unsigned("!=", p, ir.Constant(I32, 0))):
             body()
     else:

@@ -81,6 +81,20 @@ def check_rank(context, builder, api: str, name: str, val, ty):
             [v, n, builder.sub(n, ir.Constant(I32, 1))])
 
 
+#: ranks of the largest (non-portable) cluster: 0..15
+MAX_RANK = 15
+
+
+def check_rank_arg(api: str, name: str, ty) -> None:
+    """A rank argument: a run-time integer, or a constant that can name a CTA
+    of some cluster (0..15); whether it is inside *this* cluster is checked
+    mode's run-time check."""
+    check_runtime_scalar(ty, api, name)
+    if isinstance(ty, types.IntegerLiteral) and not 0 <= ty.literal_value <= MAX_RANK:
+        raise TypingError(f"{api}: " + _rules.outside_range(
+            name=name, value=ty.literal_value, lo=0, hi=MAX_RANK) + " (a cluster has at most 16 CTAs)")
+
+
 def check_shared(context, builder, api: str, name: str, ptr):
     not_shared = builder.not_(is_space(builder, ptr, "shared"))
     trap_if(context, builder, not_shared, api,
@@ -337,7 +351,7 @@ def validate_dsmem(api: str, view, rank, index, value=None, atomic=False) -> Dsm
             f"{api}: `atom.shared::cluster.add` has no {view.dtype} form; use "
             "int32, uint32, int64, uint64, float32 or float64"
         )
-    check_runtime_scalar(rank, api, "rank")
+    check_rank_arg(api, "rank", rank)
     if isinstance(index, types.BaseTuple):
         if len(index) != view.ndim or not all(isinstance(t, types.Integer) for t in index):
             raise TypingError(
@@ -515,7 +529,7 @@ def map_shared_rank(typingctx, view, rank):
     select("mapa.generic")
     if not isinstance(view, types.Array):
         raise TypingError(f"{api}: {_rules.local_shared_view(name='view', got=view)}")
-    check_runtime_scalar(rank, api, "rank")
+    check_rank_arg(api, "rank", rank)
     opcode = form("mapa.generic").opcode
 
     def codegen(context, builder, sig, args):
@@ -600,7 +614,7 @@ def validate_arrive_remote(bar, cta_rank, count) -> RemoteBarrierOp:
     api = "mbarrier_arrive_remote"
     select("mbarrier.arrive.remote")
     check_barrier(api, "bar", bar)
-    check_runtime_scalar(cta_rank, api, "cta_rank")
+    check_rank_arg(api, "cta_rank", cta_rank)
     check_runtime_scalar(count, api, "count")
     if isinstance(count, types.IntegerLiteral) and not 1 <= count.literal_value <= _rules.MAX_COUNT:
         raise TypingError(f"{api}: " + _rules.outside_range(
@@ -616,7 +630,7 @@ def validate_tx_remote(api: str, key: str, arrive: bool, bar, cta_rank, nbytes) 
     """``arrive``: the row also arrives (``_`` sink)."""
     select(key)
     check_barrier(api, "bar", bar)
-    check_runtime_scalar(cta_rank, api, "cta_rank")
+    check_rank_arg(api, "cta_rank", cta_rank)
     check_runtime_scalar(nbytes, api, "nbytes")
     if isinstance(nbytes, types.IntegerLiteral) and not 0 <= nbytes.literal_value <= _rules.MAX_TX:
         raise TypingError(f"{api}: " + _rules.outside_range(

@@ -28,6 +28,7 @@ from ._lowering import (
     linear_tid,
     trap_if,
     statement,
+    truth_i32,
     wide_int,
 )
 from ._regions import (
@@ -157,9 +158,9 @@ def _lower_cp_async(context, builder, sig, args, o: CpAsyncOptions):
         size = as_i32(context, builder, args[5], sig.args[5])
         extra.append(size)
     if o.ignore_src:
-        extra.append(as_i32(context, builder, args[6], sig.args[6]))
+        extra.append(truth_i32(context, builder, args[6], sig.args[6]))
     if o.pred == "runtime":
-        extra.append(as_i32(context, builder, args[7], sig.args[7]))
+        extra.append(truth_i32(context, builder, args[7], sig.args[7]))
     if o.cache_policy:
         extra.append(as_i64(context, builder, args[8], sig.args[8]))
     if _checked._note_compiled():

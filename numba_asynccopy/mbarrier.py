@@ -54,7 +54,7 @@ from ._regions import (
     literal_value,
 )
 from ._rules import MAX_COUNT, MAX_SUSPEND_HINT, MAX_TX  # re-exported: expected arrivals, transaction bytes
-from .cluster import RemoteBarrierOp, lower_remote_barrier_op
+from .cluster import RemoteBarrierOp, check_rank_arg, lower_remote_barrier_op
 
 ARRIVE_SEMS = ("release", "relaxed")
 WAIT_SEMS = ("acquire", "relaxed")
@@ -196,7 +196,7 @@ def validate_remote(api: str, bar, value, sem, scope, cta_rank, *, name: str, lo
                 f"another CTA is reached by `{FORMS[r.key].opcode}`; allowed: "
                 + ", ".join(repr(a) for a in allowed))
     v = validate_count(api, name, value, lo, hi)
-    check_runtime_scalar(cta_rank, api, "cta_rank")
+    check_rank_arg(api, "cta_rank", cta_rank)
     select(r.key)
     has_value = r.default_value is None or v != r.default_value
     return RemoteBarrierOp(r.key, sink=r.sink, value=has_value, name=name, lo=lo, hi=hi)

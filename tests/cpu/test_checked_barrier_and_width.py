@@ -174,3 +174,31 @@ def test_hint_constants_are_compile_time_errors(body, message):
 def test_hint_constants_in_range_compile():
     compile_body("out[0] = ac.mbarrier_try_wait_parity(bars[0:], 0, 0)")
     compile_body("out[0] = ac.mbarrier_try_wait_parity(bars[0:], 0, 4294967295)")
+
+
+@pytest.mark.parametrize("body,message", [
+    ("ac.mbarrier_arrive(bars[0:], cta_rank=16)",
+     "mbarrier_arrive: `cta_rank`=16 is outside 0..15 (a cluster has at most 16 CTAs)"),
+    ("ac.mbarrier_arrive_remote(bars[0:], -1)",
+     "mbarrier_arrive_remote: `cta_rank`=-1 is outside 0..15"),
+    ("out[0] = ac.dsmem_load(bars, 2**40, 0)", "dsmem_load: `rank`=1099511627776 is outside 0..15"),
+    ("p = ac.map_shared_rank(bars, -3)", "map_shared_rank: `rank`=-3 is outside 0..15"),
+])
+def test_rank_constants_outside_any_cluster_are_compile_time_errors(body, message):
+    with pytest.raises(Exception) as e:
+        compile_body(body)
+    assert message in str(e.value), str(e.value)[:600]
+
+
+@pytest.mark.parametrize("flag", ["pred", "ignore_src"])
+def test_a_64_bit_flag_is_true_on_its_full_width(flag):
+    # pred=2**32 is true: the flag is compared with 0 before it becomes a 32-bit operand
+    src = f"""
+    def k(A, v):
+        sh = cuda.shared.array((32, 4), np.float32, alignment=16)
+        ac.cp_async(sh[0, :], A[0, :], 16, {flag}=v)
+    """
+    ptx = ptx_of(kernel_from_source(src), (types.float32[:, ::1], types.int64))
+    assert re.search(r"setp\.ne\.s64\s+%p\d+, %rd\d+, 0;", ptx), ptx
+    narrow = ptx_of(kernel_from_source(src), (types.float32[:, ::1], types.int32))
+    assert not re.search(r"setp\.ne\.s64", narrow)
