@@ -26,6 +26,7 @@ import sys
 import textwrap
 from typing import Any
 
+import numpy as np
 from numba.core import types
 
 from .._rules import compile_time_constant
@@ -40,12 +41,22 @@ _functions: dict = {}
 _verdicts: dict = {}
 
 
+_in_sim: dict = {}  # id(code) -> (code, it is the simulator's own code)
+
+
 def _kernel_frame():
     """The frame of the kernel (or device function) code that made the call."""
     f = sys._getframe(2)
-    while f is not None and os.path.dirname(os.path.abspath(f.f_code.co_filename)) == _SIM_DIR:
+    while f is not None:
+        # by id: hashing a code object hashes its constants and names each time
+        hit = _in_sim.get(id(f.f_code))
+        if hit is None or hit[0] is not f.f_code:
+            hit = _in_sim[id(f.f_code)] = (
+                f.f_code, os.path.dirname(os.path.abspath(f.f_code.co_filename)) == _SIM_DIR)
+        if not hit[1]:
+            return f
         f = f.f_back
-    return f
+    return None
 
 
 def _function(code) -> tuple | None:
@@ -132,28 +143,40 @@ def _runtime_type(value: Any) -> types.Type | None:
     return None
 
 
-_sites: dict = {}  # (intrinsic id, code, lasti) -> names of the run-time arguments there
+_signatures: dict = {}  # intrinsic id -> its parameters' names, in order
+
+
+def _params(intrinsic: Any) -> list[str]:
+    names = _signatures.get(id(intrinsic))
+    if names is None:
+        from ._mirror import user_signature
+
+        names = _signatures[id(intrinsic)] = list(user_signature(intrinsic).parameters)
+    return names
+
+
+_sites: dict = {}  # (intrinsic id, id(code), lasti) -> (code, names of the run-time arguments)
 
 
 def _runtime_params(intrinsic: Any, f) -> tuple[str, ...]:
-    key = (id(intrinsic), f.f_code, f.f_lasti)
-    names = _sites.get(key)
-    if names is not None:
-        return names
+    key = (id(intrinsic), id(f.f_code), f.f_lasti)
+    hit = _sites.get(key)
+    if hit is not None and hit[0] is f.f_code:
+        return hit[1]
     names = ()
     fn = _function(f.f_code)
     if fn is not None:
-        from ._mirror import device_function, user_signature
+        from ._mirror import device_function
 
         tree, offset, runtime = fn
         call = _call_at(tree, f.f_lineno - offset, device_function(intrinsic).__name__)
         if call is not None and not any(isinstance(a, ast.Starred) for a in call.args) \
                 and not any(k.arg is None for k in call.keywords):
-            params = list(user_signature(intrinsic).parameters)
+            params = _params(intrinsic)
             exprs = dict(zip(params, call.args))
             exprs.update({k.arg: k.value for k in call.keywords})
             names = tuple(n for n, e in exprs.items() if _is_runtime(e, runtime))
-    _sites[key] = names
+    _sites[key] = (f.f_code, names)
     return names
 
 
@@ -168,13 +191,16 @@ def refuse_runtime_constants(intrinsic: Any, targs: tuple, tkw: dict, args: tupl
     names = _runtime_params(intrinsic, f)
     if not names:
         return
-    from ._mirror import user_signature
-
-    pos = {n: i for i, n in enumerate(user_signature(intrinsic).parameters) if i < len(targs)}
+    pos = _positions(intrinsic)
+    slots = [(name, pos[name]) if pos.get(name, len(targs)) < len(targs) else (name, None)
+             for name in names]
+    # the common case, fast: the run-time arguments there are arrays
+    if not any(isinstance(args[i] if i is not None else kwargs.get(n), _SCALARS)
+               for n, i in slots):
+        return
     new_args, new_kw, changed = list(targs), dict(tkw), []
-    for name in names:
-        if name in pos:
-            i = pos[name]
+    for name, i in slots:
+        if i is not None:
             rt = _runtime_type(args[i])
             if rt is not None and isinstance(targs[i], types.Literal):
                 new_args[i] = rt
@@ -198,3 +224,14 @@ def refuse_runtime_constants(intrinsic: Any, targs: tuple, tkw: dict, args: tupl
     err = _verdicts[key]
     if err is not None:
         raise type(err)(str(err)) from None
+
+
+_SCALARS = (bool, int, np.bool_, np.integer)
+_position_cache: dict = {}
+
+
+def _positions(intrinsic: Any) -> dict[str, int]:
+    pos = _position_cache.get(id(intrinsic))
+    if pos is None:
+        pos = _position_cache[id(intrinsic)] = {n: i for i, n in enumerate(_params(intrinsic))}
+    return pos
