@@ -94,9 +94,11 @@ def _runtime_locals(fn: ast.FunctionDef) -> set[str]:
         elif isinstance(node, ast.withitem) and node.optional_vars is not None:
             targets, value = [node.optional_vars], None
         for t in targets:
-            for name in (n.id for n in ast.walk(t) if isinstance(n, ast.Name)):
+            # the names bound (x in `x = ...`, `a, x = ...`), not those read (`c` in `a[c] = ...`)
+            for name in (n.id for n in ast.walk(t)
+                         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)):
                 assigned.setdefault(name, []).append(value)
-                if value is None or isinstance(node, ast.AugAssign) or not isinstance(t, ast.Name):
+                if value is None or isinstance(node, ast.AugAssign):
                     runtime.add(name)
     runtime |= {n for n, values in assigned.items() if len(values) > 1}
     changed = True

@@ -183,3 +183,22 @@ def test_ac_launch_over_the_limits_is_refused_too():
         ac.launch(_trivial(), 1, 32, (out,), shared_mem=300_000)
     ac.launch(_trivial(), 1, 1024, (out,), shared_mem=227 * 1024)
     assert out[0] == 1
+
+
+@cuda.jit
+def constants_through_names(A, out, n):
+    sh = cuda.shared.array((32, 4), np.float32, alignment=16)
+    t = cuda.threadIdx.x
+    c, d = 16, 8
+    out[c - 16] = 0  # read as an index: still one assignment of a constant
+    ac.cp_async(sh[t, :], A[t, :], c)
+    ac.cp_async(sh[t, 0:2], A[t, 0:2], d)
+    ac.wait_all()
+    out[t] = sh[t, 0]
+
+
+def test_names_bound_once_to_constants_are_constants():
+    A = np.arange(128, dtype=np.float32).reshape(32, 4)
+    out = np.zeros(32, np.float32)
+    constants_through_names[1, 32](A, out, 4)
+    np.testing.assert_array_equal(out, A[:, 0])
