@@ -24,6 +24,7 @@ import inspect
 import os
 import sys
 import textwrap
+import threading
 from typing import Any
 
 import numpy as np
@@ -59,7 +60,17 @@ def _kernel_frame():
     return None
 
 
+# a simulated block's threads reach a call together: CPython 3.11's ast.parse
+# is not safe to run in two threads at once (its recursion-depth bookkeeping)
+_parse_lock = threading.Lock()
+
+
 def _function(code) -> tuple | None:
+    with _parse_lock:
+        return _function_locked(code)
+
+
+def _function_locked(code) -> tuple | None:
     if code in _functions:
         return _functions[code]
     found = None
