@@ -9,7 +9,7 @@ import numba
 import numpy as np
 from numba.core import types
 
-from .constants import refuse_runtime_constants
+from .constants import refuse_runtime_constants, runtime_value_violation
 
 
 def unwrap(x: Any) -> Any:
@@ -95,7 +95,11 @@ def validate(intrinsic: Any, *args: Any, **kwargs: Any) -> tuple[tuple, dict]:
     targs, tkw = types_of
     key = (id(intrinsic), targs, tkw)
     if key not in _typing_cache:
-        intrinsic._defn(None, *targs, **dict(tkw))
+        try:
+            intrinsic._defn(None, *targs, **dict(tkw))
+        except Exception as e:
+            # a run-time value out of range: checked mode's trap on the GPU, not a compile error
+            raise runtime_value_violation(intrinsic, targs, dict(tkw), args, kwargs, e) or e
         _typing_cache[key] = True
     # a run-time value where the GPU needs a constant: the GPU compile's error
     refuse_runtime_constants(intrinsic, targs, dict(tkw), args, kwargs)

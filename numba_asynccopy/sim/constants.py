@@ -12,9 +12,14 @@ types it so), and the device intrinsic's typing is run again with that
 argument's run-time type.  An error it raises that asks for a constant is
 the error the GPU compile would raise.
 
-Where the source cannot be read (kernels built by ``exec``) or the call is
-not found on its line, nothing is refused: the analysis only ever refuses
-what the GPU compile refuses.
+The same reading serves the other direction: a value the compile-time
+check refuses (``count=0``) that is a run-time value at the call compiles
+on the GPU, where checked mode traps on it; the simulator then raises a
+``SimulatorError`` in the trap's words instead of the typing error.
+
+Where the source cannot be read (kernels built by ``exec`` without a
+``linecache`` entry) or the call is not found on its line, nothing changes:
+the analysis only ever refuses what the GPU compile refuses.
 """
 
 from __future__ import annotations
@@ -193,6 +198,56 @@ def _runtime_params(intrinsic: Any, f) -> tuple[str, ...]:
     return names
 
 
+def _type_at_run_time(intrinsic: Any, targs: list, tkw: dict) -> None:
+    """The device typing with some arguments' run-time types.  The typing
+    remembers a failed literal typing so that numba's non-literal retry of
+    the same call re-raises it (a rejected constant never passes as a
+    run-time value); this is another call, so that memory is cleared first."""
+    from .. import _compat
+
+    _compat._literal_failures.pop(id(intrinsic._defn), None)
+    intrinsic._defn(None, *targs, **tkw)
+
+
+def runtime_value_violation(intrinsic: Any, targs: tuple, tkw: dict, args: tuple, kwargs: dict,
+                            err: Exception) -> Exception | None:
+    """The typing (on literal types) refused a value.  When that value is a
+    run-time one at the kernel's call (the typing passes with its run-time
+    type), the GPU compiles the call and checked mode traps on it: return
+    the simulator's ``SimulatorError`` in the trap's words instead (None:
+    the GPU compile refuses it too, keep the typing error)."""
+    f = _kernel_frame()
+    if f is None:
+        return None
+    names = _runtime_params(intrinsic, f)
+    if not names:
+        return None
+    pos = _positions(intrinsic)
+    new_args, new_kw, changed = list(targs), dict(tkw), False
+    for name in names:
+        i = pos.get(name, len(targs))
+        if i < len(targs):
+            rt = _runtime_type(args[i])
+            if rt is not None and isinstance(targs[i], types.Literal):
+                new_args[i], changed = rt, True
+        elif name in new_kw:
+            rt = _runtime_type(kwargs.get(name))
+            if rt is not None and isinstance(new_kw[name], types.Literal):
+                new_kw[name], changed = rt, True
+    if not changed:
+        return None
+    try:
+        _type_at_run_time(intrinsic, new_args, new_kw)
+    except Exception:
+        return None  # refused with run-time types too: a compile-time error on the GPU
+    from ._mirror import device_function
+    from .errors import violation
+
+    api = device_function(intrinsic).__name__
+    text = str(err)
+    return violation(api, text[len(api) + 2:] if text.startswith(f"{api}: ") else text)
+
+
 def refuse_runtime_constants(intrinsic: Any, targs: tuple, tkw: dict, args: tuple,
                              kwargs: dict) -> None:
     """Raise the device typing's "must be a compile-time constant" error
@@ -229,7 +284,7 @@ def refuse_runtime_constants(intrinsic: Any, targs: tuple, tkw: dict, args: tupl
     if key not in _verdicts:
         verdict = None
         try:
-            intrinsic._defn(None, *new_args, **new_kw)
+            _type_at_run_time(intrinsic, new_args, new_kw)
         except Exception as e:  # the device typing's own error
             if _NEEDS_CONSTANT in str(e):
                 verdict = e

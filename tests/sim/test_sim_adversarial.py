@@ -4,9 +4,11 @@ width; barrier views outside shared memory or empty) are drawn by
 hypothesis and passed to simulated kernels.  Each must be refused with the
 words checked mode's trap uses for the same value: a ``SimulatorError``
 for a rule only the values tell, the compile-time error where the
-simulator sees the value as a constant (it types scalars as literals)."""
+call passes a constant (the simulator reads the kernel's source to tell)."""
 
 from __future__ import annotations
+
+import linecache
 
 import numpy as np
 import pytest
@@ -55,7 +57,11 @@ VALUES = [
 
 def run(body: str, v, checked: bool = True):
     ns = {"np": np, "cuda": cuda, "ac": ac}
-    exec(KERNEL.format(body=body), ns)
+    src = KERNEL.format(body=body)
+    name = f"<adversarial sim kernel {abs(hash(src))}>"
+    # a source the simulator can read: it tells the run-time value v from a constant
+    linecache.cache[name] = (len(src), None, src.splitlines(True), name)
+    exec(compile(src, name, "exec"), ns)
     k = cuda.jit(ns["k"])
     out = cuda.to_device(np.zeros(4, np.uint64))
     A = cuda.to_device(np.zeros((4, 8), np.float32))
@@ -77,8 +83,19 @@ def test_out_of_range_values_are_refused_in_checked_modes_words(api, body, name,
     v = data.draw(outside(lo, hi), label=name)
     words = rule(name=name, value=v) if rule else _rules.outside_range(name=name, value=v, lo=lo,
                                                                        hi=hi)
-    with pytest.raises((ac.sim.SimulatorError, TypingError)) as e:
+    with pytest.raises(ac.sim.SimulatorError) as e:
         run(body, v)
+    # v is a kernel parameter: the GPU compiles the call and checked mode traps
+    assert f"{TRAP_PREFIX}{api}: {words} [block (0,0,0) thread (0,0,0)]" in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("api,body,name,lo,hi,rule", VALUES, ids=[v[0] for v in VALUES])
+def test_an_out_of_range_constant_is_the_compile_time_error(api, body, name, lo, hi, rule):
+    v = hi + 1
+    words = rule(name=name, value=v) if rule else _rules.outside_range(name=name, value=v, lo=lo,
+                                                                       hi=hi)
+    with pytest.raises(TypingError) as e:
+        run(body.replace("v)", f"{v})"), 0)
     assert f"{api}: {words}" in str(e.value), str(e.value)
 
 
