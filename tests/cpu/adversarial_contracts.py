@@ -47,7 +47,7 @@ KINDS: dict[str, list[str]] = {
     "parity": NOT_AN_INT + ["2", "-1", "2**40"],
     "hint": NOT_AN_INT + ints_outside(0, 2**32 - 1),
     "state": NOT_AN_INT,
-    "rank": NOT_AN_INT,
+    "rank": NOT_AN_INT + ["-1", "16", "2**40"],
     "chunk_bytes": NOT_A_CONSTANT_INT + ["12", "0", "32", "-16"],
     "bulk_chunk": NOT_A_CONSTANT_INT + ["0", "8", "-16", "2**21"],
     "wait_depth": ["x", "1.5", "'a'", "(1, 2)", "-1", "2**31", "2**40"],
