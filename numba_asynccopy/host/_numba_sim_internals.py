@@ -246,15 +246,7 @@ def install(poison_byte: int) -> None:
     block_run.__wrapped__ = orig_run
     simkernel.BlockManager.run = block_run
 
-    # a launch the GPU refuses (block or dynamic shared memory over sm_90's limits) is refused here
-    orig_module_init = kernelapi.FakeCUDAModule.__init__
+    from .launch import checking_sim_launch  # a launch the GPU refuses is refused here
 
-    def module_init(self, grid_dim, block_dim, dynshared_size):
-        from .launch import check_sim_launch
-
-        check_sim_launch(tuple(grid_dim), tuple(block_dim), dynshared_size, "launch")
-        orig_module_init(self, grid_dim, block_dim, dynshared_size)
-
-    module_init.__wrapped__ = orig_module_init
-    kernelapi.FakeCUDAModule.__init__ = module_init
+    kernelapi.FakeCUDAModule.__init__ = checking_sim_launch(kernelapi.FakeCUDAModule.__init__)
     Shared._ac_installed = True

@@ -140,6 +140,18 @@ def check_sim_launch(grid: tuple[int, int, int], block: tuple[int, int, int], dy
     check_shared_total(0, check_shared_mem(dynamic, what), SIM_SHARED_OPTIN, what)
 
 
+def checking_sim_launch(module_init: Any) -> Any:
+    """Wrap the simulator's ``FakeCUDAModule.__init__`` (made once per
+    launch, before any block runs) with :func:`check_sim_launch`."""
+
+    def init(self: Any, grid_dim: tuple, block_dim: tuple, dynshared_size: int) -> None:
+        check_sim_launch(tuple(grid_dim), tuple(block_dim), dynshared_size, "launch")
+        module_init(self, grid_dim, block_dim, dynshared_size)
+
+    init.__wrapped__ = module_init  # the original stays reachable for the names check
+    return init
+
+
 def check_launch_limits(lim: Any, grid: tuple[int, int, int] | None,
                         block: tuple[int, int, int], what: str) -> None:
     """``grid`` and ``block`` against ``lim`` (a ``LaunchLimits``)."""
