@@ -84,39 +84,34 @@ class ThreadState:
 
 
 class BlockState:
+    """One CTA's simulator state.  Its lock and wake-ups are those of the
+    cluster it runs in (``sim/engine.py``): a CTA may change another CTA's
+    barrier, so the CTAs of a cluster share one lock."""
+
     def __init__(self, mgr):
         self.mgr = mgr
-        self.cond = threading.Condition(threading.RLock())
+        self.cluster = getattr(mgr, "_ac_cluster", None)
+        self.cond = self.cluster.cond if self.cluster is not None else \
+            threading.Condition(threading.RLock())
         self.barriers: dict[int, Barrier] = {}
-        self.progress = 0  # bumped by every change of async/barrier state
-        self.waiting: dict = {}  # thread -> predicate of its blocking wait
+        self.waiting: dict = {}  # kept for code that reads it; the engine tracks waiters
+
+    @property
+    def point(self) -> tuple:
+        """This CTA's block index (grid point)."""
+        return getattr(self.mgr, "_ac_point", (0, 0, 0))
+
+    @property
+    def progress(self) -> int:
+        return self.cluster.progress if self.cluster is not None else 0
 
     @property
     def nthreads(self) -> int:
         return int(np.prod(_nbsim.block_dim(self.mgr)))
 
     def changed(self) -> None:
-        self.progress += 1
-        self.cond.notify_all()
-
-    def all_blocked(self) -> bool:
-        """Every thread of the block is blocked (syncthreads or a wait of
-        ours that cannot be satisfied now) or has exited.  Holds the lock."""
-        threads = _nbsim.block_threads(self.mgr)
-        if len(threads) < self.nthreads:
-            return False  # the manager is still starting threads
-        for t in threads:
-            if t.ident is None:
-                return False  # created, not started yet
-            if not t.is_alive():
-                continue
-            pred = self.waiting.get(t)
-            if pred is not None:
-                if pred():
-                    return False
-            elif not _nbsim.syncthreads_blocked(t):
-                return False
-        return True
+        if self.cluster is not None:
+            self.cluster.changed()
 
     def at_exit(self, grid_point) -> None:
         """The block finished: transaction bytes must balance on every barrier
@@ -144,31 +139,15 @@ class BlockState:
                     f"({b.tx_completed + flight})")
 
     def block_until(self, pred: Callable[[], bool], on_deadlock: Callable[[], None]) -> bool:
-        """Wait (holding the lock between polls) until ``pred()``.
+        """Wait (the lock held) until ``pred()``; woken when the state it
+        reads changes, never polling.
 
-        If the whole block stays blocked, call ``on_deadlock()`` (which
-        raises, or returns to give up) and return False.
+        When every thread of the cluster is blocked: ``on_deadlock()``
+        either returns (then this returns False) or raises the
+        :class:`DeadlockError` text of this wait, which goes, with every
+        other blocked wait's, into the launch's one DeadlockError.
         """
-        me = threading.current_thread()
-        self.waiting[me] = pred
-        try:
-            seen, strikes = None, 0
-            while not pred():
-                if _nbsim.aborted(me):
-                    raise RuntimeError("aborted: another thread of the block failed")
-                if self.all_blocked():
-                    # stable over a few polls with no state change: a deadlock
-                    strikes = strikes + 1 if seen == self.progress else 1
-                    seen = self.progress
-                    if strikes >= 3:
-                        on_deadlock()
-                        return False
-                else:
-                    strikes = 0
-                self.cond.wait(0.002)
-            return True
-        finally:
-            del self.waiting[me]
+        return self.cluster.wait_until(pred, on_deadlock)
 
 
 class AsyncOp:
