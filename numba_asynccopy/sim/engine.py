@@ -99,6 +99,7 @@ class ClusterRun:
         self.sync_count: dict = {}
         self.sync_gen: dict = {}
         self.exited: set = set()  # grid points of blocks whose threads all finished
+        self.exited_threads: set = set()
         # the cluster barrier (barrier.cluster)
         self.cbar_gen = 0
         self.cbar_count = 0
@@ -269,6 +270,7 @@ class ClusterRun:
         with self.lock:
             self.live -= 1
             self.block_live[blk] -= 1
+            self.exited_threads.add(t)
             if t.exception is not None and self.failed is None:
                 self._fail(t.exception[0], t.exception[1])
             if self.block_live[blk] == 0:

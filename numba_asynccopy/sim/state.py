@@ -199,6 +199,9 @@ class Barrier:
         self.addr, self.label = addr, label
         self.expected = count  # arrivals per phase (arrive_drop lowers it)
         self.phase = 0
+        self.owner = None  # grid point of the owning CTA (cluster launches)
+        self.cluster = None
+        self.releasers: set = set()  # CTAs that arrived remotely in this phase (release)
         self._completing = False
         self._new_phase()
 
@@ -248,6 +251,10 @@ class Barrier:
             self._completing = False
         self.phase += 1
         self._new_phase()
+        if self.releasers:
+            from .cluster import on_phase_complete
+
+            on_phase_complete(self)
 
     def arrive(self, blk: BlockState, count: int, api: str) -> None:
         pend, tx = self.outstanding()
@@ -316,7 +323,13 @@ def barrier_of(api: str, blk: BlockState, bar: np.ndarray, *, init_count: int | 
     if addr % 8:
         raise violation(api, f"`bar` is not 8-byte aligned (address 0x{addr:x})")
     if init_count is not None:
-        b = blk.barriers[addr] = Barrier(addr, describe_shared(addr), init_count)
+        label = describe_shared(addr)
+        cl = blk.cluster
+        if cl is not None and cl.clustered:
+            p = blk.point
+            label += f", in CTA {cl.rank_of(p)} (block ({p[0]},{p[1]},{p[2]}))"
+        b = blk.barriers[addr] = Barrier(addr, label, init_count)
+        b.owner, b.cluster = blk.point, cl
         return b
     b = blk.barriers.get(addr)
     if b is None:
