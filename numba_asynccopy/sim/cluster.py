@@ -61,6 +61,9 @@ class _ClusterState:
         self.synced: set = set()  # points that completed a cluster wait
         self.waited: dict = {}  # point -> highest generation completed by one of its waits + 1
         self.accesses: dict = {}  # owner point -> [(reader point, protected gen, what)]
+        # DSMEM reads not yet followed by a release of the owner:
+        # (reader, owner, key, byte offset, bytes read, message head)
+        self.reads: list = []
         cl.cluster_state["on_thread_exit"] = self.thread_exit
         cl.cluster_state["on_block_exit"] = self.block_exit
 
@@ -70,6 +73,7 @@ class _ClusterState:
         cl = self.cl
         if self.arrived and len(self.arrived) >= cl.live:
             g = cl.cbar_gen
+            self.check_reads()
             self.published[g] = {p: _snapshot(p) for p in cl.points
                                  if p not in self.relaxed and p not in cl.exited}
             self.published.pop(g - 2, None)
@@ -95,8 +99,31 @@ class _ClusterState:
                 self.views[(me, p)] = dict(snap)
 
     def publish_to(self, reader: tuple, owner: tuple) -> None:
-        """``owner``'s release (a remote mbarrier arrive) acquired by ``reader``."""
+        """``owner``'s release (a remote mbarrier arrive) acquired by ``reader``:
+        ``reader`` sees ``owner``'s memory, and ``owner``'s earlier reads of
+        ``reader``'s memory are ordered before ``reader``'s later writes."""
         self.views[(reader, owner)] = _snapshot(owner)
+        self.reads = [r for r in self.reads if not (r[0] == owner and r[1] == reader)]
+
+    def check_reads(self, only: tuple | None = None) -> None:
+        """A DSMEM read whose bytes the owner changed before its next
+        release raced with that write (the write was not ordered after the
+        read): the read could return either value on the GPU."""
+        keep = []
+        for r in self.reads:
+            reader, owner, key, o, got, head = r
+            if only is not None and owner != only:
+                keep.append(r)
+                continue
+            now = _nbsim.shared_counterpart(key, owner).view(np.uint8).reshape(-1)[o:o + len(got)]
+            if not np.array_equal(now, got):
+                self.reads = []
+                raise rt.SimulatorError(
+                    f"{head}, and CTA {self.cl.rank_of(owner)} (block {_pt(owner)}) wrote that "
+                    "element before its next release: the write is not ordered after the read "
+                    "(missing synchronization between them: cluster_sync, cluster_arrive(release)"
+                    " + cluster_wait, or an mbarrier handshake)")
+        self.reads = keep
 
     # the exit rule --------------------------------------------------------------------
 
@@ -123,6 +150,7 @@ class _ClusterState:
 
     def block_exit(self, p: tuple) -> None:
         cl = self.cl
+        self.check_reads(only=p)
         done = self.waited.get(p, 0)
         for reader, g, what in self.accesses.pop(p, []):
             if reader == p or done > g:
@@ -382,6 +410,10 @@ def dsmem_load(view, rank, index):
                     f"after CTA {cl.rank_of(owner)}'s write: missing synchronization between the "
                     f"write and this read (cluster_sync, cluster_arrive(release) + cluster_wait, "
                     f"or a remote mbarrier arrive and a wait)"))
+            where = f"{rt.SIM_PREFIX}{api}: CTA {cl.rank_of(me)} (block {_pt(me)}) read element " \
+                f"{idx} of {rt.describe_shared(rt.address(v))} in CTA {cl.rank_of(owner)} at " \
+                f"{rt.caller_line()} {rt.where()}"
+            st.reads.append((me, owner, key, o, now.copy(), where))
         return val
 
 

@@ -209,8 +209,12 @@ class ClusterRun:
         from .errors import where
 
         groups: dict = {}
+        msgs = sorted(msgs, key=lambda tm: (tuple(tm[0].blockIdx)[::-1], tm[0].thread_id))
         for t, m in msgs:
             key = m.replace(" " + where(t), "")
+            if self.clustered:
+                key = key.replace("every thread of the block is blocked",
+                                  "every thread of the cluster is blocked")
             groups.setdefault(key, []).append(t)
         lines = []
         for key, ts in groups.items():
