@@ -220,9 +220,9 @@ def cp_async_bulk_g2s(dst, src, mbar, *, multicast_mask=None, cache_policy=None)
         _check_views(api, ("dst", d, td), ("src", s, ts), o.whole)
         payload = _flat_bytes(s, o.whole).copy()  # the copy engine reads the source now
         if o.multicast:
-            from .cluster import multicast
+            from .cluster import _multicast
 
-            multicast(api, kw["multicast_mask"], d, b, payload, int(d.nbytes),
+            _multicast(api, kw["multicast_mask"], d, b, payload, int(d.nbytes),
                       lambda v: _flat_bytes(v, o.whole))
             return
         db = _flat_bytes(d, o.whole)
@@ -315,5 +315,27 @@ def bulk_wait_group(n, read=False):
         blk.changed()
 
 
-# the cluster bulk copy is part of the bulk family; its twin lives with the cluster's
-from .cluster import cp_async_bulk_cluster  # noqa: E402,F401
+# --- the cluster bulk copy (rules and state shared with sim/cluster.py) ---------------
+
+
+@mirrors(_dev.cp_async_bulk_cluster,
+         "``src`` is read at issue; the chunks land in CTA ``remote_cta_id`` (poison until then) "
+         "and complete their bytes on its barrier when a wait there sees the phase complete.")
+def cp_async_bulk_cluster(dst, src, chunk_bytes, mbar, remote_cta_id, pred=True):
+    api = "cp_async_bulk_cluster"
+    (d, s, c, b, r, p), _ = rt.validate(_dev.cp_async_bulk_cluster, dst, src, chunk_bytes, mbar,
+                                        remote_cta_id, pred)
+    if not p:
+        return
+    from .cluster import _check_chunks, _ctx, _local, _mapped, _rank, _remote_barrier
+
+    th, blk, cl, me = _ctx(api)
+    with cl.lock:
+        owner = _rank(api, "remote_cta_id", r, cl)
+        dkey, doff = _local(api, "dst", d, me)
+        _local(api, "src", s, me)
+        _check_chunks(api, [("src", s), ("dst", d)], int(c), ALIGN)
+        th, oblk, ob, owner, me = _remote_barrier(api, b, r, "remote_cta_id")
+        target = _mapped(d, dkey, doff, owner)
+        payload = _bytes(s).copy()  # the copy reads its source at issue
+        ob.attach(oblk, rt.AsyncOp([(_bytes(target), payload)], tx_bytes=int(s.nbytes)))

@@ -42,7 +42,6 @@ from ._mirror import mirrors
 from .cp_async import _bytes
 
 _dev = sys.modules["numba_asynccopy.cluster"]
-_bulk = sys.modules["numba_asynccopy.bulk"]
 
 
 # --- per-cluster state ---------------------------------------------------------------
@@ -465,7 +464,7 @@ def map_shared_rank(view, rank):
 # --- mbarrier operations on another CTA --------------------------------------------------
 
 
-def remote_barrier(api: str, bar: np.ndarray, rank, name: str = "cta_rank"):
+def _remote_barrier(api: str, bar: np.ndarray, rank, name: str = "cta_rank"):
     """(ThreadState, the owner's BlockState, its Barrier, owner point, my point)
     of the local barrier view ``bar`` mapped to CTA ``rank``."""
     th, blk, cl, me = _ctx(api)
@@ -487,42 +486,42 @@ def _release(ob: rt.Barrier, owner: tuple, me: tuple) -> None:
         ob.releasers.add(me)
 
 
-def arrive_remote(api: str, bar, rank, count: int, expect: int | None = None) -> None:
+def _arrive_remote(api: str, bar, rank, count: int, expect: int | None = None) -> None:
     th, blk, cl, me = _ctx(api)
     with cl.lock:
-        th, oblk, ob, owner, me = remote_barrier(api, bar, rank)
+        th, oblk, ob, owner, me = _remote_barrier(api, bar, rank)
         if expect is not None:
             ob.expect_tx(oblk, int(expect))
         _release(ob, owner, me)
         ob.arrive(oblk, int(count), api)
 
 
-def expect_tx_remote(api: str, bar, rank, nbytes: int) -> None:
+def _expect_tx_remote(api: str, bar, rank, nbytes: int) -> None:
     th, blk, cl, me = _ctx(api)
     with cl.lock:
-        th, oblk, ob, owner, me = remote_barrier(api, bar, rank)
+        th, oblk, ob, owner, me = _remote_barrier(api, bar, rank)
         ob.expect_tx(oblk, int(nbytes))
 
 
 @mirrors(_dev.mbarrier_arrive_remote)
 def mbarrier_arrive_remote(bar, cta_rank, count=1):
     (b, r, n), _ = rt.validate(_dev.mbarrier_arrive_remote, bar, cta_rank, count)
-    arrive_remote("mbarrier_arrive_remote", b, r, n)
+    _arrive_remote("mbarrier_arrive_remote", b, r, n)
 
 
 @mirrors(_dev.mbarrier_expect_tx_remote)
 def mbarrier_expect_tx_remote(bar, cta_rank, nbytes):
     (b, r, n), _ = rt.validate(_dev.mbarrier_expect_tx_remote, bar, cta_rank, nbytes)
-    expect_tx_remote("mbarrier_expect_tx_remote", b, r, n)
+    _expect_tx_remote("mbarrier_expect_tx_remote", b, r, n)
 
 
 @mirrors(_dev.mbarrier_arrive_expect_tx_remote)
 def mbarrier_arrive_expect_tx_remote(bar, cta_rank, nbytes):
     (b, r, n), _ = rt.validate(_dev.mbarrier_arrive_expect_tx_remote, bar, cta_rank, nbytes)
-    arrive_remote("mbarrier_arrive_expect_tx_remote", b, r, 1, expect=n)
+    _arrive_remote("mbarrier_arrive_expect_tx_remote", b, r, 1, expect=n)
 
 
-def on_phase_complete(b: rt.Barrier) -> None:
+def _on_phase_complete(b: rt.Barrier) -> None:
     """A phase of ``b`` completed: remote arrivers' releases are acquired by its owner."""
     owner = getattr(b, "owner", None)
     cl = getattr(b, "cluster", None)
@@ -562,28 +561,7 @@ def _check_chunks(api: str, views, chunk: int, align: int) -> None:
             raise rt.violation(api, _rules.chunk_counts_differ(a_name=fname, a=na, b_name=oname, b=nb))
 
 
-@mirrors(_bulk.cp_async_bulk_cluster,
-         "``src`` is read at issue; the chunks land in CTA ``remote_cta_id`` (poison until then) "
-         "and complete their bytes on its barrier when a wait there sees the phase complete.")
-def cp_async_bulk_cluster(dst, src, chunk_bytes, mbar, remote_cta_id, pred=True):
-    api = "cp_async_bulk_cluster"
-    (d, s, c, b, r, p), _ = rt.validate(_bulk.cp_async_bulk_cluster, dst, src, chunk_bytes, mbar,
-                                        remote_cta_id, pred)
-    if not p:
-        return
-    th, blk, cl, me = _ctx(api)
-    with cl.lock:
-        owner = _rank(api, "remote_cta_id", r, cl)
-        dkey, doff = _local(api, "dst", d, me)
-        _local(api, "src", s, me)
-        _check_chunks(api, [("src", s), ("dst", d)], int(c), _bulk.BULK_ALIGN)
-        th, oblk, ob, owner, me = remote_barrier(api, b, r, "remote_cta_id")
-        target = _mapped(d, dkey, doff, owner)
-        payload = _bytes(s).copy()  # the copy reads its source at issue
-        ob.attach(oblk, rt.AsyncOp([(_bytes(target), payload)], tx_bytes=int(s.nbytes)))
-
-
-def multicast(api: str, mask, d: np.ndarray, b: np.ndarray, payload: np.ndarray,
+def _multicast(api: str, mask, d: np.ndarray, b: np.ndarray, payload: np.ndarray,
               tx_bytes: int, dst_bytes) -> None:
     """Deliver ``payload`` to the same ``d`` and barrier ``b`` in every CTA of
     ``mask`` (caller holds the lock)."""
@@ -597,6 +575,6 @@ def multicast(api: str, mask, d: np.ndarray, b: np.ndarray, payload: np.ndarray,
     for rank in range(n):
         if not (m >> rank) & 1:
             continue
-        th, oblk, ob, owner, me = remote_barrier(api, b, rank, "multicast_mask")
+        th, oblk, ob, owner, me = _remote_barrier(api, b, rank, "multicast_mask")
         target = _mapped(d, dkey, doff, owner)
         ob.attach(oblk, rt.AsyncOp([(dst_bytes(target), payload)], tx_bytes=tx_bytes))

@@ -79,9 +79,9 @@ def mbarrier_arrive(bar, count=1, *, sem=None, scope=None, cta_rank=None):
     (b, n), _ = rt.validate(_dev.mbarrier_arrive, bar, count, sem=sem, scope=scope,
                             cta_rank=cta_rank)
     if cta_rank is not None:
-        from .cluster import arrive_remote
+        from .cluster import _arrive_remote
 
-        return arrive_remote("mbarrier_arrive", b, cta_rank, n)
+        return _arrive_remote("mbarrier_arrive", b, cta_rank, n)
     return _arrive("mbarrier_arrive", b, n)
 
 
@@ -108,9 +108,9 @@ def mbarrier_expect_tx(bar, nbytes, *, scope=None, cta_rank=None):
     api = "mbarrier_expect_tx"
     (b, n), _ = rt.validate(_dev.mbarrier_expect_tx, bar, nbytes, scope=scope, cta_rank=cta_rank)
     if cta_rank is not None:
-        from .cluster import expect_tx_remote
+        from .cluster import _expect_tx_remote
 
-        return expect_tx_remote(api, b, cta_rank, n)
+        return _expect_tx_remote(api, b, cta_rank, n)
     th, blk = rt.current(api)
     with blk.cond:
         rt.barrier_of(api, blk, b).expect_tx(blk, int(n))
@@ -130,9 +130,9 @@ def mbarrier_arrive_expect_tx(bar, nbytes, *, sem=None, scope=None, cta_rank=Non
     (b, n), _ = rt.validate(_dev.mbarrier_arrive_expect_tx, bar, nbytes, sem=sem, scope=scope,
                             cta_rank=cta_rank)
     if cta_rank is not None:
-        from .cluster import arrive_remote
+        from .cluster import _arrive_remote
 
-        return arrive_remote("mbarrier_arrive_expect_tx", b, cta_rank, 1, expect=n)
+        return _arrive_remote("mbarrier_arrive_expect_tx", b, cta_rank, 1, expect=n)
     return _arrive("mbarrier_arrive_expect_tx", b, 1, expect=n)
 
 

@@ -252,9 +252,9 @@ class Barrier:
         self.phase += 1
         self._new_phase()
         if self.releasers:
-            from .cluster import on_phase_complete
+            from .cluster import _on_phase_complete
 
-            on_phase_complete(self)
+            _on_phase_complete(self)
 
     def arrive(self, blk: BlockState, count: int, api: str) -> None:
         pend, tx = self.outstanding()

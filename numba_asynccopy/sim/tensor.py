@@ -215,9 +215,9 @@ def cp_async_bulk_tensor_load(dst, tensor_map, coords, mbar, *, multicast_mask=N
             dense[ix[1]] = t[ix[0]]  # read now: a copy of the source
         payload = _swizzle_bytes(dense, spec.swizzle)
         if kw["multicast_mask"] is not None:
-            from .cluster import multicast
+            from .cluster import _multicast
 
-            multicast(api, kw["multicast_mask"], d, b, payload, spec.box_bytes, _tile_bytes)
+            _multicast(api, kw["multicast_mask"], d, b, payload, spec.box_bytes, _tile_bytes)
             return
         bar.attach(blk, rt.AsyncOp([(_tile_bytes(d), payload)], tx_bytes=spec.box_bytes))
 
