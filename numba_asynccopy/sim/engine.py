@@ -240,8 +240,6 @@ class ClusterRun:
     # --- syncthreads -----------------------------------------------------------------
 
     def syncthreads(self, t) -> None:
-        from .errors import caller_line
-
         blk = tuple(t.blockIdx)
         with self.lock:
             if self.abort:
@@ -251,7 +249,7 @@ class ClusterRun:
             self._release_sync(blk)
             if self.sync_gen[blk] != gen:
                 return
-            line = caller_line()
+            line = _kernel_line()
 
             def stuck():
                 raise DeadlockError(
@@ -333,6 +331,21 @@ class ClusterRun:
             raise exc.with_traceback(tb)
         for t in self.threads:
             t.join()
+
+
+def _kernel_line() -> str:
+    """file:line of the kernel code below the simulator's and this package's frames."""
+    import os
+    import sys
+
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    f = sys._getframe(1)
+    while f is not None:
+        fn = os.path.abspath(f.f_code.co_filename)
+        if not fn.startswith(pkg) and f"{os.sep}simulator{os.sep}" not in fn:
+            return f"{f.f_code.co_filename}:{f.f_lineno}"
+        f = f.f_back
+    return "<unknown>"
 
 
 # --- acting on behalf of another thread (deadlock messages) ------------------------------

@@ -298,3 +298,39 @@ def test_a_16_cta_cluster_of_128_threads_runs_in_seconds():
     np.testing.assert_array_equal(out, prev + prev)
     print(f"16-CTA cluster of 128 threads: {dt:.2f} s")
     assert dt < 60, f"16 CTAs x 128 threads took {dt:.1f} s"
+
+
+# --- 7. a deadlock across CTAs names every blocked wait ------------------------------------------
+
+
+@cuda.jit
+def cta1_never_arrives(out):
+    ac.cluster_dims(2)
+    tid = cuda.threadIdx.x
+    bar = cuda.shared.array(1, np.uint64, alignment=8)
+    if tid == 0:
+        ac.mbarrier_init(bar, 2)  # BUG: CTA 1 arrives once, CTA 0 waits for two
+        ac.fence_mbarrier_init()
+    ac.cluster_sync()
+    if ac.cluster_cta_rank() == 1:
+        if tid == 0:
+            ac.mbarrier_arrive(bar, cta_rank=0)
+        cuda.syncthreads()
+    else:
+        ac.mbarrier_wait_parity(bar, 0)
+    out[cuda.blockIdx.x, tid] = 1
+    ac.cluster_sync()
+
+
+def test_a_deadlock_across_ctas_lists_every_blocked_wait():
+    with pytest.raises(ac.sim.DeadlockError) as e:
+        cta1_never_arrives[2, 32](np.zeros((2, 32), np.int32))
+    msg = str(e.value)
+    assert "every thread of the cluster is blocked" in msg, msg
+    assert "in CTA 0 (block (0,0,0))" in msg and "phase 0: expected 2 arrivals, 1 arrived" in msg, msg
+    assert "[32 threads, first [block (0,0,0) thread (0,0,0)]]" in msg, msg
+    # CTA 1 waits in the last cluster_sync (its line is named)
+    src, first = __import__("inspect").getsourcelines(cta1_never_arrives.py_func)
+    line = first + next(i for i, t in enumerate(src) if "ac.cluster_sync()" in t and "out[" not in t
+                        and i > 10)
+    assert f"test_sim_cluster.py:{line}" in msg, msg
