@@ -417,11 +417,16 @@ def dsmem_load(view, rank, index):
 
 
 def _note_own_write(st, me, owner, key, v, off, idx) -> None:
-    seen = st.views.get((me, owner), {}).get(key)
-    if seen is not None:
-        o = _elem_offset(v, off, idx)
-        now = _nbsim.shared_counterpart(key, owner).view(np.uint8).reshape(-1)
-        seen[o:o + v.itemsize] = now[o:o + v.itemsize]
+    """This CTA sees its own DSMEM write (same thread order)."""
+    if owner == me:
+        return
+    now = _nbsim.shared_counterpart(key, owner).view(np.uint8).reshape(-1)
+    view = st.views.setdefault((me, owner), {})
+    seen = view.get(key)
+    if seen is None:  # nothing of that array published yet: only this element is known
+        seen = view[key] = np.full(now.size, rt.POISON_BYTE, np.uint8)
+    o = _elem_offset(v, off, idx)
+    seen[o:o + v.itemsize] = now[o:o + v.itemsize]
 
 
 @mirrors(_dev.dsmem_store)
