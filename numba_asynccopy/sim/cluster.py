@@ -79,7 +79,7 @@ class _ClusterState:
             self.arrived = set()
             self.relaxed = set()
             cl.cbar_gen = g + 1
-            cl.changed()
+            cl.changed(cl.cbar_key)
 
     def thread_exit(self, t) -> None:
         self.arrived.discard(t)  # an exited thread no longer counts
@@ -338,7 +338,11 @@ def _wait(api: str) -> None:
                 f"{len(st.arrived)} of the cluster's {len(live)} live threads arrived; waiting "
                 f"at {line} {rt.where()}")
 
-        cl.wait_until(lambda: cl.cbar_gen > g, stuck)
+        def passed():
+            return cl.cbar_gen > g
+
+        passed.key = cl.cbar_key
+        cl.wait_until(passed, stuck)
         th.cbar = None
         st.acquire(me, g)
 

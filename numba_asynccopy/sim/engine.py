@@ -31,13 +31,14 @@ from .errors import SIM_PREFIX, DeadlockError, SimulatorError
 
 
 class _Waiter:
-    __slots__ = ("thread", "pred", "on_deadlock", "cond", "ready", "deadlocked")
+    __slots__ = ("thread", "pred", "on_deadlock", "cond", "ready", "deadlocked", "last")
 
     def __init__(self, thread, pred, on_deadlock, lock):
         self.thread, self.pred, self.on_deadlock = thread, pred, on_deadlock
         self.cond = threading.Condition(lock)
         self.ready = False
         self.deadlocked = False
+        self.last = None  # the barrier phase at which the predicate was last false
 
 
 class LaunchInfo:
@@ -93,11 +94,15 @@ class ClusterRun:
         self.abort = False
         self.progress = 0
         self._notifying = False
-        self._again = False
+        self._again_keys: set = set()
+        self._keyed: dict = {}  # id(key) -> {thread: waiter}
+        self._unkeyed: dict = {}
         # per block: live threads, syncthreads arrivals and generation
         self.block_live: dict = {}
         self.sync_count: dict = {}
         self.sync_gen: dict = {}
+        self._sync_keys: dict = {}
+        self.cbar_key = object()  # what cluster-barrier waiters wait on
         self.exited: set = set()  # grid points of blocks whose threads all finished
         self.exited_threads: set = set()
         # the cluster barrier (barrier.cluster)
@@ -125,25 +130,48 @@ class ClusterRun:
 
     # --- waking ----------------------------------------------------------------------
 
-    def changed(self) -> None:
+    def changed(self, key=None) -> None:
         """Something a sleeping thread may wait for changed (caller holds the
-        lock): wake every waiter whose predicate is now true."""
+        lock): wake every waiter whose predicate is now true.  ``key`` (a
+        barrier, or the engine's own keys): only the waiters on it and those
+        without a key are evaluated; None: every waiter."""
         self.progress += 1
         if self._notifying:
-            self._again = True  # a predicate changed state while being evaluated
+            self._again_keys.add(key)  # a predicate changed state while being evaluated
             return
         self._notifying = True
         try:
-            again = True
-            while again:
-                self._again = False
-                for w in list(self.waiters.values()):
-                    if not w.ready and not w.deadlocked and w.pred():
-                        w.ready = True
-                        w.cond.notify()
-                again = self._again
+            keys = {key}
+            while keys:
+                self._again_keys = set()
+                if None in keys:
+                    self._wake(list(self.waiters.values()))
+                else:
+                    self._wake(list(self._unkeyed.values()))
+                    for k in keys:
+                        self._wake(list(self._keyed.get(id(k), {}).values()), k)
+                keys = self._again_keys
         finally:
             self._notifying = False
+
+    def _wake(self, ws: list, key=None) -> None:
+        """Notify the waiters of ``ws`` whose predicate is true.  Waiters on
+        a barrier (``key.phase``) that were false at this phase stay false
+        once one of them has observed the barrier: each arrival of a
+        128-thread phase then costs one evaluation, not 128."""
+        phased = key is not None and hasattr(key, "phase")
+        observed = False
+        for w in ws:
+            if w.ready or w.deadlocked:
+                continue
+            if phased and observed and w.last == key.phase:
+                continue
+            observed = True
+            if w.pred():
+                w.ready = True
+                w.cond.notify()
+            elif phased:
+                w.last = key.phase
 
     def wait_until(self, pred: Callable[[], bool], on_deadlock: Callable[[], None]) -> bool:
         """Block the calling simulated thread until ``pred()`` (caller holds the lock).
@@ -157,7 +185,10 @@ class ClusterRun:
         if pred():
             return True
         w = _Waiter(me, pred, on_deadlock, self.lock)
+        key = getattr(pred, "key", None)
         self.waiters[me] = w
+        group = self._unkeyed if key is None else self._keyed.setdefault(id(key), {})
+        group[me] = w
         try:
             self._check_stuck()
             while True:
@@ -172,6 +203,7 @@ class ClusterRun:
                 w.cond.wait()
         finally:
             self.waiters.pop(me, None)
+            group.pop(me, None)
 
     def _check_stuck(self) -> None:
         """Every live thread waits: wake the ready ones; else a deadlock."""
@@ -257,13 +289,20 @@ class ClusterRun:
                     f"{self.sync_count[blk]} of the block's {self.block_live[blk]} live threads "
                     f"arrived {_where_acting()}")
 
-            self.wait_until(lambda: self.sync_gen[blk] != gen, stuck)
+            def released():
+                return self.sync_gen[blk] != gen
+
+            released.key = self._sync_key(blk)
+            self.wait_until(released, stuck)
+
+    def _sync_key(self, blk):
+        return self._sync_keys.setdefault(blk, object())
 
     def _release_sync(self, blk) -> None:
         if self.sync_count[blk] and self.sync_count[blk] >= self.block_live[blk]:
             self.sync_count[blk] = 0
             self.sync_gen[blk] += 1
-            self.changed()
+            self.changed(self._sync_key(blk))
 
     # --- running ---------------------------------------------------------------------
 

@@ -109,9 +109,11 @@ class BlockState:
     def nthreads(self) -> int:
         return int(np.prod(_nbsim.block_dim(self.mgr)))
 
-    def changed(self) -> None:
+    def changed(self, key=None) -> None:
+        """Wake the waiters whose predicate became true: those waiting on
+        ``key`` (a Barrier) and those without one; all when ``key`` is None."""
         if self.cluster is not None:
-            self.cluster.changed()
+            self.cluster.changed(key)
 
     def at_exit(self, grid_point) -> None:
         """The block finished: transaction bytes must balance on every barrier
@@ -231,7 +233,7 @@ class Barrier:
         pend, tx = self.outstanding()
         if pend == 0 and tx == 0 and all(op.landed for op in self.deferred):
             self._complete()
-        blk.changed()
+        blk.changed(self)
 
     def observe(self, blk: BlockState) -> None:
         """A wait looks at the barrier: a ready phase completes now."""
@@ -240,7 +242,7 @@ class Barrier:
         pend, tx = self.outstanding()
         if pend == 0 and tx == 0:
             self._complete()
-            blk.changed()
+            blk.changed(self)
 
     def _complete(self) -> None:
         self._completing = True
@@ -271,7 +273,7 @@ class Barrier:
     def expect_tx(self, blk: BlockState, nbytes: int) -> None:
         self.tx += nbytes
         self.tx_expected += nbytes
-        blk.changed()
+        blk.changed(self)
 
     def complete_tx(self, blk: BlockState, nbytes: int) -> None:
         self.tx -= nbytes
