@@ -281,9 +281,12 @@ class ClusterRun:
             self._release_sync(blk)
             if self.sync_gen[blk] != gen:
                 return
-            line = _kernel_line()
+            import sys
+
+            frame = sys._getframe()  # the line is read only for a deadlock message
 
             def stuck():
+                line = _kernel_line(frame)
                 raise DeadlockError(
                     f"{SIM_PREFIX}cuda.syncthreads: deadlock: waiting at {line} with "
                     f"{self.sync_count[blk]} of the block's {self.block_live[blk]} live threads "
@@ -372,13 +375,12 @@ class ClusterRun:
             t.join()
 
 
-def _kernel_line() -> str:
-    """file:line of the kernel code below the simulator's and this package's frames."""
+def _kernel_line(f) -> str:
+    """file:line of the kernel code below the simulator's and this package's
+    frames, from frame ``f`` down."""
     import os
-    import sys
 
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    f = sys._getframe(1)
     while f is not None:
         fn = os.path.abspath(f.f_code.co_filename)
         if not fn.startswith(pkg) and f"{os.sep}simulator{os.sep}" not in fn:
