@@ -334,3 +334,36 @@ def test_a_deadlock_across_ctas_lists_every_blocked_wait():
     line = first + next(i for i, t in enumerate(src) if "ac.cluster_sync()" in t and "out[" not in t
                         and i > 10)
     assert f"test_sim_cluster.py:{line}" in msg, msg
+
+
+# --- 8. checked mode's cluster rules, same words ---------------------------------------------
+
+
+@pytest.mark.parametrize("case", ["remote_cta_id", "misaligned", "chunk_counts", "partial_chunk",
+                                  "dsmem_rank", "dsmem_index", "remote_arrive_rank"])
+def test_checked_modes_cluster_rules_with_the_same_words(case):
+    # the statements and messages of tests/gpu/test_cluster_gpu.py's trap tests
+    from tests.gpu.test_cluster_gpu import VIOLATIONS
+
+    stmt, message = VIOLATIONS[case]
+    src = f"""
+def k(out, n):
+    src = cuda.shared.array(64, np.int32, alignment=16)
+    dst = cuda.shared.array(64, np.int32, alignment=16)
+    src8 = cuda.shared.array(1024, np.uint8, alignment=16)
+    dst8 = cuda.shared.array(1024, np.uint8, alignment=16)
+    bar = cuda.shared.array(1, np.uint64, alignment=8)
+    ac.mbarrier_init(bar, 1)
+    ac.fence_mbarrier_init()
+    ac.cluster_sync()
+    if ac.cluster_cta_rank() == 0:
+        {stmt}
+    ac.cluster_sync()
+"""
+    ns = {"cuda": cuda, "np": np, "ac": ac}
+    exec(compile(src, f"<{case}>", "exec"), ns)
+    with pytest.raises(ac.sim.SimulatorError) as e:
+        ac.launch(cuda.jit(ns["k"]), 2, 1, (np.zeros(64, np.int32), 2), cluster=2)
+    text = str(e.value)
+    assert "numba_asynccopy simulator: " + message in text, text
+    assert "[block (0,0,0) thread (0,0,0)]" in text, text
