@@ -2,9 +2,14 @@
 
 numba-cuda's simulator (``NUMBA_ENABLE_CUDASIM=1``) runs each CUDA thread
 of a block as a Python thread (``BlockThread``) under a ``BlockManager``.
-It rejects ``alignment=`` on shared/local arrays, and it keeps no record
-of which addresses are shared memory or of a block's threads.
-:func:`install` patches those in; the accessors below read the
+It rejects ``alignment=`` on shared/local arrays, keeps no record of which
+addresses are shared memory or of a block's threads, shares one set of
+shared arrays between blocks run one after another, and its manager polls
+every thread without sleeping.  :func:`install` patches those: shared
+memory per block, an address registry, and ``BlockManager.run`` /
+``BlockThread.run`` / ``BlockThread.syncthreads`` handed to the package's
+event-driven launch loop (``sim/engine.py``), which runs a cluster's blocks
+together; the accessors below read the
 simulator's private attributes for ``numba_asynccopy.sim``.  The names
 reached are listed in :data:`NAMES` and :data:`CODE_NAMES`, which a CPU
 test checks, so a numba-cuda upgrade that moves one fails loudly.
@@ -218,10 +223,12 @@ def _validate_alignment(alignment) -> None:
 
 def install(poison_byte: int) -> None:
     """Teach numba-cuda's simulator what the kernels need: ``alignment=`` on
-    shared/local arrays (uninitialised shared memory holds ``poison_byte``),
-    a registry of shared/local address ranges (for the address-space rules)
-    and a list of each block's threads (for deadlock detection); a finished
-    block calls its ``_ac_block`` state's ``at_exit``.  Idempotent.
+    shared/local arrays (uninitialised shared memory holds ``poison_byte``;
+    each block has its own), a registry of shared/local address ranges (for
+    the address-space rules and DSMEM), a list of each block's threads, and
+    the event-driven launch loop of ``sim/engine.py`` (a cluster's blocks
+    together; a finished block calls its ``_ac_block`` state's ``at_exit``).
+    Idempotent.
 
     Example::
 

@@ -3,10 +3,11 @@ asynchronous operations in flight, mbarriers with exact phase, arrival and
 transaction-byte counts, and deadlock detection.
 
 numba-cuda's simulator runs every CUDA thread of a block as a Python thread
-(``BlockThread``) under a ``BlockManager`` and the blocks one after another.
-This module keeps one :class:`BlockState` per ``BlockManager`` and one
+(``BlockThread``) under a ``BlockManager``; the package's launch loop
+(``sim/engine.py``) runs the blocks of one cluster together.  This module
+keeps one :class:`BlockState` per ``BlockManager`` and one
 :class:`ThreadState` per ``BlockThread``; everything that changes them holds
-the block's lock, so the copies, groups and barrier counts are exact.
+the cluster's lock, so the copies, groups and barrier counts are exact.
 """
 
 from __future__ import annotations
