@@ -197,7 +197,9 @@ class ClusterRun:
                 if w.ready:
                     if pred():
                         return True
-                    w.ready = False
+                    w.ready = False  # woken, but false again: asleep once more
+                    self._check_stuck()
+                    continue
                 if w.deadlocked:
                     return False
                 w.cond.wait()
