@@ -737,8 +737,9 @@ def cp_async_bulk_cluster(typingctx, dst, src, chunk_bytes, mbar, remote_cta_id,
     the copy completed.  In checked mode misaligned chunks, mismatched chunk
     counts, a rank outside the cluster or views outside shared memory trap.
 
-    Example (CTA 0 sends 256 bytes to CTA 1)::
+    Example::
 
+        # CTA 0 sends 256 bytes to CTA 1
         @cuda.jit
         def send(A, out):
             ac.cluster_dims(2)

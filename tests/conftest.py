@@ -31,8 +31,6 @@ def skip_on_sim(reason: str) -> pytest.MarkDecorator:
 
 
 # why a GPU test cannot run in the simulator (the groups `pytest -ra` lists)
-SIM_CLUSTERS = ("clusters are not simulated yet (numba-cuda's simulator runs a grid's blocks one "
-                "after another; cluster intrinsics raise SimulatorError 'cannot run in the CUDA simulator')")
 SIM_TRAPS = ("needs a real GPU trap in a subprocess (checked mode's trap message printed by the device); "
              "the simulator raises the same rules as SimulatorError (tests/sim/test_sim_rules.py, "
              "test_sim_bulk.py)")

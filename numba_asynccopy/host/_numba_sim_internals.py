@@ -2,9 +2,14 @@
 
 numba-cuda's simulator (``NUMBA_ENABLE_CUDASIM=1``) runs each CUDA thread
 of a block as a Python thread (``BlockThread``) under a ``BlockManager``.
-It rejects ``alignment=`` on shared/local arrays, and it keeps no record
-of which addresses are shared memory or of a block's threads.
-:func:`install` patches those in; the accessors below read the
+It rejects ``alignment=`` on shared/local arrays, keeps no record of which
+addresses are shared memory or of a block's threads, shares one set of
+shared arrays between blocks run one after another, and its manager polls
+every thread without sleeping.  :func:`install` patches those: shared
+memory per block, an address registry, and ``BlockManager.run`` /
+``BlockThread.run`` / ``BlockThread.syncthreads`` handed to the package's
+event-driven launch loop (``sim/engine.py``), which runs a cluster's blocks
+together; the accessors below read the
 simulator's private attributes for ``numba_asynccopy.sim``.  The names
 reached are listed in :data:`NAMES` and :data:`CODE_NAMES`, which a CPU
 test checks, so a numba-cuda upgrade that moves one fails loudly.
@@ -23,6 +28,8 @@ NAMES: tuple[tuple[str, str], ...] = (
     ("numba.cuda.simulator.kernel", "_get_kernel_context"),
     ("numba.cuda.simulator.kernel", "BlockThread.__init__"),
     ("numba.cuda.simulator.kernel", "BlockManager.run"),
+    ("numba.cuda.simulator.kernel", "BlockThread.run"),
+    ("numba.cuda.simulator.kernel", "BlockThread.syncthreads"),
     ("numba.cuda.simulator.kernelapi", "FakeCUDAShared.__init__"),
     ("numba.cuda.simulator.kernelapi", "FakeCUDAShared.array"),
     ("numba.cuda.simulator.kernelapi", "FakeCUDALocal.array"),
@@ -40,6 +47,10 @@ CODE_NAMES: tuple[tuple[str, str, str], ...] = (
     ("numba.cuda.simulator.kernel", "BlockThread.__init__", "syncthreads_blocked"),
     ("numba.cuda.simulator.kernel", "BlockThread.__init__", "abort"),
     ("numba.cuda.simulator.kernel", "BlockManager.__init__", "_block_dim"),
+    ("numba.cuda.simulator.kernel", "BlockManager.__init__", "_grid_dim"),
+    ("numba.cuda.simulator.kernel", "BlockManager.__init__", "_f"),
+    ("numba.cuda.simulator.kernel", "BlockManager.__init__", "_debug"),
+    ("numba.cuda.simulator.kernel", "BlockThread.__init__", "exception"),
     ("numba.cuda.simulator.kernelapi", "FakeCUDAModule.__init__", "_shared"),
     ("numba.cuda.simulator.kernelapi", "FakeCUDAModule.__init__", "_local"),
     ("numba.cuda.simulator.kernelapi", "FakeCUDAShared.__init__", "_allocations"),
@@ -94,10 +105,71 @@ def _ranges(obj: Any) -> list:
 
 
 def _lookup(obj: Any, addr: int) -> tuple[int, str] | None:
-    for start, end, label in _ranges(obj):
+    for start, end, label, *_ in _ranges(obj):
         if start <= addr < end:
             return start, label
     return None
+
+
+def _block_key() -> tuple | None:
+    """The grid point of the calling simulated thread's block (None outside one)."""
+    idx = getattr(threading.current_thread(), "blockIdx", None)
+    return tuple(idx) if idx is not None else None
+
+
+def shared_allocation(addr: int) -> tuple | None:
+    """(block, allocation key, byte offset, array) of the shared array of
+    the running kernel that holds ``addr``; None when none does."""
+    from numba.cuda.simulator import kernel as simkernel
+
+    mod = simkernel._get_kernel_context()
+    if mod is None:
+        return None
+    for start, end, blk, key, arr in mod._shared.__dict__.get("_ac_allocs", ()):
+        if start <= addr < end:
+            return blk, key, addr - start, arr
+    return None
+
+
+def shared_counterpart(key, block: tuple) -> np.ndarray:
+    """Block ``block``'s array of allocation ``key`` (the same
+    ``cuda.shared.array`` line, or the dynamic shared memory), allocated now
+    if that block has not reached the line yet (on the GPU a CTA's shared
+    memory exists from its start)."""
+    from numba.cuda.simulator import kernel as simkernel
+
+    sh = simkernel._get_kernel_context()._shared
+    shape, dtype, alignment = sh._ac_specs.get(key, (None, None, None))
+    return sh._ac_get(block, key, shape, dtype, alignment)
+
+
+def block_shared_arrays(block: tuple) -> list:
+    """[(allocation key, array)] of ``block`` in the running kernel."""
+    from numba.cuda.simulator import kernel as simkernel
+
+    mod = simkernel._get_kernel_context()
+    if mod is None:
+        return []
+    return [(key, arr) for (blk, key), arr in mod._shared._allocations.items() if blk == block]
+
+
+def free_blocks(points) -> None:
+    """Drop the shared arrays of finished blocks (and their address ranges)."""
+    from numba.cuda.simulator import kernel as simkernel
+
+    mod = simkernel._get_kernel_context()
+    if mod is None:
+        return
+    sh = mod._shared
+    pts = set(points)
+    with sh._ac_lock:
+        for k in [k for k in sh._allocations if k[0] in pts]:
+            del sh._allocations[k]
+        sh.__dict__["_ac_allocs"] = [a for a in sh.__dict__.get("_ac_allocs", ()) if a[2] not in pts]
+        keep = {id(a[4]) for a in sh._ac_allocs}
+        sh.__dict__["_ac_ranges"] = [r for r in _ranges(sh) if len(r) < 4 or r[3] in keep]
+        sh.__dict__["_ac_keep_by_block"] = {b: v for b, v in sh.__dict__.get("_ac_keep_by_block", {}).items()
+                                            if b not in pts}
 
 
 def find_range(space: str, addr: int) -> tuple[int, str] | None:
@@ -152,10 +224,12 @@ def _validate_alignment(alignment) -> None:
 
 def install(poison_byte: int) -> None:
     """Teach numba-cuda's simulator what the kernels need: ``alignment=`` on
-    shared/local arrays (uninitialised shared memory holds ``poison_byte``),
-    a registry of shared/local address ranges (for the address-space rules)
-    and a list of each block's threads (for deadlock detection); a finished
-    block calls its ``_ac_block`` state's ``at_exit``.  Idempotent.
+    shared/local arrays (uninitialised shared memory holds ``poison_byte``;
+    each block has its own), a registry of shared/local address ranges (for
+    the address-space rules and DSMEM), a list of each block's threads, and
+    the event-driven launch loop of ``sim/engine.py`` (a cluster's blocks
+    together; a finished block calls its ``_ac_block`` state's ``at_exit``).
+    Idempotent.
 
     Example::
 
@@ -177,35 +251,49 @@ def install(poison_byte: int) -> None:
     orig_shared_init = Shared.__init__
 
     def shared_init(self, dynshared_size):
-        self._allocations = {}
+        self._allocations = {}  # (block, key) -> array: each block has its own shared memory
         self._dynshared_size = dynshared_size
         self._ac_keep = []
-        # dynamic shared memory: one 1024-byte aligned buffer for every view
-        self._dynshared = _aligned_empty((dynshared_size,), np.dtype(np.byte), 1024, self._ac_keep)
-        self._dynshared[...] = 0
-        if dynshared_size:
-            start = address(self._dynshared)
-            _ranges(self).append((start, start + dynshared_size, "dynamic shared memory"))
+        self._ac_lock = alloc_lock
+        self._ac_allocs = []  # (start, end, block, key, array)
+        self._dynshared = np.zeros(0, np.byte)  # per block: see _ac_get
+
+    def shared_get(self, block, key, shape, dtype, alignment):
+        """The array of allocation ``key`` in ``block``, created on first use
+        (``key`` is the caller's (file, line), or "dynamic")."""
+        with alloc_lock:  # threads of a block reach the line together
+            res = self._allocations.get((block, key))
+            if res is not None:
+                return res
+            keep = self.__dict__.setdefault("_ac_keep_by_block", {}).setdefault(block, [])
+            if key == "dynamic":
+                res = _aligned_empty((self._dynshared_size,), np.dtype(np.byte), 1024, keep)
+                res[...] = 0
+                label = "dynamic shared memory"
+            else:
+                res = _aligned_empty(shape, dtype, alignment, keep)
+                res.view(np.uint8)[...] = poison_byte  # uninitialised shared memory
+                label = f"shared array allocated at {key[0]}:{key[1]}"
+            self._allocations[(block, key)] = res
+            self.__dict__.setdefault("_ac_specs", {})[key] = (shape, dtype, alignment)
+            start = address(res)
+            end = start + max(res.nbytes, 1)
+            self._ac_allocs.append((start, end, block, key, res))
+            if key != "dynamic" or self._dynshared_size:
+                _ranges(self).append((start, end, label, id(res)))
+            return res
 
     def shared_array(self, shape, dtype, alignment=None):
         _validate_alignment(alignment)
         dtype = as_dtype(dtype)
+        blk = _block_key()
         if shape == 0:
+            dyn = shared_get(self, blk, "dynamic", None, None, None)
             count = self._dynshared_size // dtype.itemsize
-            return np.frombuffer(self._dynshared.data, dtype=dtype, count=count)
+            return np.frombuffer(dyn.data, dtype=dtype, count=count)
         f = sys._getframe(1)
         caller = (f.f_code.co_filename, f.f_lineno)
-        with alloc_lock:  # threads of a block reach the line together
-            res = self._allocations.get(caller)
-            if res is None:
-                res = _aligned_empty(shape, dtype, alignment, self._ac_keep)
-                res.view(np.uint8)[...] = poison_byte  # uninitialised shared memory
-                self._allocations[caller] = res
-                start = address(res)
-                _ranges(self).append(
-                    (start, start + max(res.nbytes, 1),
-                     f"shared array allocated at {caller[0]}:{caller[1]}"))
-        return res
+        return shared_get(self, blk, caller, shape, dtype, alignment)
 
     def local_array(self, shape, dtype, alignment=None):
         _validate_alignment(alignment)
@@ -222,6 +310,7 @@ def install(poison_byte: int) -> None:
     shared_array.__wrapped__ = Shared.array
     local_array.__wrapped__ = Local.array
     Shared.__init__ = shared_init
+    Shared._ac_get = shared_get
     Shared.array = shared_array
     Local.array = local_array
 
@@ -238,10 +327,10 @@ def install(poison_byte: int) -> None:
     orig_run = simkernel.BlockManager.run
 
     def block_run(self, grid_point, *args):
-        orig_run(self, grid_point, *args)
-        blk = self.__dict__.get("_ac_block")
-        if blk is not None:
-            blk.at_exit(grid_point)
+        # the event-driven loop that runs a whole cluster (sim/engine.py)
+        from ..sim import engine
+
+        engine.block_run(self, grid_point, *args)
 
     block_run.__wrapped__ = orig_run
     simkernel.BlockManager.run = block_run
@@ -249,4 +338,25 @@ def install(poison_byte: int) -> None:
     from .launch import checking_sim_launch  # a launch the GPU refuses is refused here
 
     kernelapi.FakeCUDAModule.__init__ = checking_sim_launch(kernelapi.FakeCUDAModule.__init__)
+
+    orig_thread_run = simkernel.BlockThread.run
+
+    def thread_run(self):
+        try:
+            orig_thread_run(self)
+        finally:
+            cl = getattr(self._manager, "_ac_cluster", None)
+            if cl is not None:
+                cl.thread_exit(self)
+
+    thread_run.__wrapped__ = orig_thread_run
+    simkernel.BlockThread.run = thread_run
+
+    orig_sync = simkernel.BlockThread.syncthreads
+
+    def syncthreads(self):
+        self._manager._ac_cluster.syncthreads(self)
+
+    syncthreads.__wrapped__ = orig_sync
+    simkernel.BlockThread.syncthreads = syncthreads
     Shared._ac_installed = True

@@ -469,24 +469,24 @@ def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
 
 
 def _simulator_launch(kernel: Any, claim: _Claim, args: tuple, stream: Any) -> None:
-    """Under NUMBA_ENABLE_CUDASIM=1: numba-cuda's simulator runs the blocks
-    one after another, so it cannot run clusters; without one, the launch is
-    an ordinary simulated launch with that much dynamic shared memory."""
+    """Under NUMBA_ENABLE_CUDASIM=1: an ordinary simulated launch with that
+    much dynamic shared memory; with a cluster shape, the package's launch
+    loop (``sim/engine.py``) runs the blocks of each cluster together."""
     from numba.cuda.simulator.kernel import FakeCUDAKernel
 
     if not isinstance(kernel, FakeCUDAKernel):
         raise TypeError(f"expected a @cuda.jit kernel, got {type(kernel).__name__}")
     if kernel._device:
         raise TypeError(f"{kernel.fn.__name__} is a device function, not a kernel")
-    if claim.cluster is not None:
-        from ..sim import UNSUPPORTED_FAMILIES, SimulatorError
+    from ..sim import engine
 
-        raise SimulatorError(
-            f"numba_asynccopy simulator: {_WHAT}(..., cluster={claim.cluster}) cannot run in the "
-            f"CUDA simulator: {UNSUPPORTED_FAMILIES['cluster']}. Run it on a GPU "
-            "(unset NUMBA_ENABLE_CUDASIM)."
-        )
-    kernel[claim.grid, claim.block, stream, claim.shared_mem](*args)
+    if claim.cluster is not None:
+        check_grid(claim.grid, claim.cluster, _WHAT)
+    engine.set_next_launch_cluster(claim.cluster)
+    try:
+        kernel[claim.grid, claim.block, stream, claim.shared_mem](*args)
+    finally:
+        engine.set_next_launch_cluster(None)
 
 
 @lru_cache(maxsize=512)

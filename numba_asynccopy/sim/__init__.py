@@ -26,13 +26,20 @@ bytes); a store or reduction reads its shared source at
 :class:`SimulatorError`) and writes global memory at ``bulk_wait_group(n)``
 or the end of the block (a store's destination holds poison until then).
 ``TensorMap`` is a driver-free map over a simulator device array, built
-from the same validated spec.  Clusters (and so ``multicast_mask``) are
-not simulated: see :data:`UNSUPPORTED_FAMILIES`.
+from the same validated spec.
+
+Clusters run: the blocks of one cluster run together, each with its own
+shared memory (``cluster_dims`` in the kernel body or ``ac.launch(...,
+cluster=)``); DSMEM, the cluster barrier, remote mbarrier operations, the
+cluster bulk copy and ``multicast_mask`` have their twins (``sim/cluster.py``
+says which orderings the worst-case schedule checks).
 
 Barriers keep exact phase, arrival and transaction-byte counts.  A wait
-that can never be satisfied (every thread of the block blocked) raises
-:class:`DeadlockError` naming the barrier, its phase, the expected and
-arrived counts, the transaction bytes and the source line of the wait.
+that can never be satisfied (every thread of the cluster blocked) raises
+:class:`DeadlockError` naming every blocked wait: the barrier, the CTA that
+owns it, its phase, the expected and arrived counts, the transaction bytes
+and the source line of the wait.  Blocked threads sleep until what they
+wait for changes (``sim/engine.py``): no polling, no timeouts.
 
 The simulator also accepts ``alignment=`` on ``cuda.shared.array`` /
 ``cuda.local.array`` (numba-cuda's simulator rejects it); a shared array
@@ -63,21 +70,18 @@ from ._runtime import (
 #: True when numba-cuda's simulator is enabled (read at import)
 ENABLED: bool = bool(_config.ENABLE_CUDASIM)
 
-#: families of the package that have no simulator implementation yet, and why
-UNSUPPORTED_FAMILIES = {
-    "cluster": "numba-cuda's simulator runs the blocks of a grid one after another, so the "
-               "blocks of a cluster never run together (cluster rank, barrier.cluster, "
-               "DSMEM, the cluster bulk copy and multicast_mask are not simulated)",
-}
-UNSUPPORTED_FAMILIES["cluster_copy"] = UNSUPPORTED_FAMILIES["cluster"]
-# intrinsics of a simulated family that need clusters all the same
-_UNSUPPORTED_NAMES = {"cp_async_bulk_cluster": UNSUPPORTED_FAMILIES["cluster"]}
+#: families of the package that have no simulator implementation, and why
+#: (empty: clusters, DSMEM, the cluster bulk copy and multicast run in the
+#: simulator, the blocks of a cluster together)
+UNSUPPORTED_FAMILIES: dict[str, str] = {}
+# intrinsics of a simulated family that cannot run all the same, and why
+_UNSUPPORTED_NAMES: dict[str, str] = {}
 
 
 def _family_modules():
-    from . import bulk, cp_async, fence, mbarrier, tensor, vector
+    from . import bulk, cluster, cp_async, fence, mbarrier, tensor, vector
 
-    return (cp_async, fence, mbarrier, bulk, tensor, vector)
+    return (cp_async, fence, mbarrier, bulk, tensor, vector, cluster)
 
 
 def _family(name: str, dev) -> str:

@@ -23,8 +23,8 @@ Completion under the worst schedule:
   destination keeps its old values until then: they are the reduction's
   operands, so they are not poisoned).
 
-A multicast load needs a cluster, which the simulator does not run: it
-raises the cluster :class:`SimulatorError`.
+A multicast load (``multicast_mask``) lands in the same destination and
+completes the same bytes on the same barrier in every CTA of the mask.
 """
 
 from __future__ import annotations
@@ -94,14 +94,6 @@ def _flat_bytes(v: np.ndarray, whole: bool) -> np.ndarray:
     if whole:
         return v.reshape(-1).view(np.uint8)
     return _bytes(v)
-
-
-def _cluster_error(api: str) -> rt.SimulatorError:
-    from . import UNSUPPORTED_FAMILIES
-
-    return rt.SimulatorError(
-        f"{rt.SIM_PREFIX}{api} with multicast_mask cannot run in the CUDA simulator: "
-        f"{UNSUPPORTED_FAMILIES['cluster']}. Run this kernel on a GPU (unset NUMBA_ENABLE_CUDASIM).")
 
 
 def _types(*vals):
@@ -213,24 +205,28 @@ def _combine(op: str, ptx_type: str, old: np.ndarray, new: np.ndarray) -> np.nda
 @mirrors(
     _dev.cp_async_bulk_g2s,
     "lands (and completes its bytes on ``mbar``) when a wait sees the phase complete; ``dst`` "
-    "holds poison until then. ``multicast_mask`` raises the cluster "
-    ":class:`~numba_asynccopy.sim.SimulatorError`.")
+    "holds poison until then. With ``multicast_mask`` it lands (and completes its bytes) "
+    "in every CTA of the mask.")
 def cp_async_bulk_g2s(dst, src, mbar, *, multicast_mask=None, cache_policy=None):
     api = "cp_async_bulk_g2s"
     (d, s, b), kw = rt.validate(_dev.cp_async_bulk_g2s, dst, src, mbar,
                                 multicast_mask=multicast_mask, cache_policy=cache_policy)
     td, ts = _types(d, s)
     o = _dev.validate_bulk_g2s(td, ts, *_types(b, kw["multicast_mask"], kw["cache_policy"]))
-    if o.multicast:
-        raise _cluster_error(api)
     th, blk = rt.current(api)
     _check_space(api, "dst", d, "shared")
     _check_space(api, "src", s, "global")
     with blk.cond:
         bar = _check_mbar(api, blk, b)
         _check_views(api, ("dst", d, td), ("src", s, ts), o.whole)
-        db = _flat_bytes(d, o.whole)
         payload = _flat_bytes(s, o.whole).copy()  # the copy engine reads the source now
+        if o.multicast:
+            from .cluster import _multicast
+
+            _multicast(api, kw["multicast_mask"], d, b, payload, int(d.nbytes),
+                      lambda v: _flat_bytes(v, o.whole))
+            return
+        db = _flat_bytes(d, o.whole)
         bar.attach(blk, rt.AsyncOp([(db, payload)], tx_bytes=int(d.nbytes)))
 
 
@@ -318,3 +314,29 @@ def bulk_wait_group(n, read=False):
                 for op in g:
                     op.land()
         blk.changed()
+
+
+# --- the cluster bulk copy (rules and state shared with sim/cluster.py) ---------------
+
+
+@mirrors(_dev.cp_async_bulk_cluster,
+         "``src`` is read at issue; the chunks land in CTA ``remote_cta_id`` (poison until then) "
+         "and complete their bytes on its barrier when a wait there sees the phase complete.")
+def cp_async_bulk_cluster(dst, src, chunk_bytes, mbar, remote_cta_id, pred=True):
+    api = "cp_async_bulk_cluster"
+    (d, s, c, b, r, p), _ = rt.validate(_dev.cp_async_bulk_cluster, dst, src, chunk_bytes, mbar,
+                                        remote_cta_id, pred)
+    if not p:
+        return
+    from .cluster import _check_chunks, _ctx, _local, _mapped, _rank, _remote_barrier
+
+    th, blk, cl, me = _ctx(api)
+    with cl.lock:
+        owner = _rank(api, "remote_cta_id", r, cl)
+        dkey, doff = _local(api, "dst", d, me)
+        _local(api, "src", s, me)
+        _check_chunks(api, [("src", s), ("dst", d)], int(c), ALIGN)
+        th, oblk, ob, owner, me = _remote_barrier(api, b, r, "remote_cta_id")
+        target = _mapped(d, dkey, doff, owner)
+        payload = _bytes(s).copy()  # the copy reads its source at issue
+        ob.attach(oblk, rt.AsyncOp([(_bytes(target), payload)], tx_bytes=int(s.nbytes)))

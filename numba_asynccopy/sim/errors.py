@@ -25,7 +25,10 @@ class DeadlockError(SimulatorError):
 
 def where(t=None) -> str:
     """``[block (x,y,z) thread (x,y,z)]`` of ``t``, default the calling thread."""
-    t = t or threading.current_thread()
+    if t is None:
+        from .engine import acting_thread
+
+        t = acting_thread()
     b, i = _nbsim.block_idx(t), _nbsim.thread_idx(t)
     return "[block ({},{},{}) thread ({},{},{})]".format(*b, *i)
 

@@ -71,15 +71,7 @@ def _arrive(api, bar, count, *, drop=False, no_complete=False, expect=None):
         return state
 
 
-def _no_clusters(api: str):
-    """A ``cta_rank=`` call reaches another CTA of the cluster: refused with
-    the reason the cluster family's stubs give."""
-    from . import unsupported_error
-
-    return unsupported_error(f"{api} with cta_rank", "cluster")
-
-
-_REMOTE_NOTE = "with ``cta_rank`` it raises SimulatorError: clusters are not simulated yet."
+_REMOTE_NOTE = "with ``cta_rank`` it acts on the barrier of that CTA of the cluster."
 
 
 @mirrors(_dev.mbarrier_arrive, _REMOTE_NOTE)
@@ -87,7 +79,9 @@ def mbarrier_arrive(bar, count=1, *, sem=None, scope=None, cta_rank=None):
     (b, n), _ = rt.validate(_dev.mbarrier_arrive, bar, count, sem=sem, scope=scope,
                             cta_rank=cta_rank)
     if cta_rank is not None:
-        raise _no_clusters("mbarrier_arrive")
+        from .cluster import _arrive_remote
+
+        return _arrive_remote("mbarrier_arrive", b, cta_rank, n)
     return _arrive("mbarrier_arrive", b, n)
 
 
@@ -114,7 +108,9 @@ def mbarrier_expect_tx(bar, nbytes, *, scope=None, cta_rank=None):
     api = "mbarrier_expect_tx"
     (b, n), _ = rt.validate(_dev.mbarrier_expect_tx, bar, nbytes, scope=scope, cta_rank=cta_rank)
     if cta_rank is not None:
-        raise _no_clusters(api)
+        from .cluster import _expect_tx_remote
+
+        return _expect_tx_remote(api, b, cta_rank, n)
     th, blk = rt.current(api)
     with blk.cond:
         rt.barrier_of(api, blk, b).expect_tx(blk, int(n))
@@ -134,7 +130,9 @@ def mbarrier_arrive_expect_tx(bar, nbytes, *, sem=None, scope=None, cta_rank=Non
     (b, n), _ = rt.validate(_dev.mbarrier_arrive_expect_tx, bar, nbytes, sem=sem, scope=scope,
                             cta_rank=cta_rank)
     if cta_rank is not None:
-        raise _no_clusters("mbarrier_arrive_expect_tx")
+        from .cluster import _arrive_remote
+
+        return _arrive_remote("mbarrier_arrive_expect_tx", b, cta_rank, 1, expect=n)
     return _arrive("mbarrier_arrive_expect_tx", b, 1, expect=n)
 
 
@@ -156,6 +154,7 @@ def _done_fn(b: rt.Barrier, blk: rt.BlockState, parity: bool, value):
         def done():
             b.observe(blk)
             return b.phase > ph
+    done.key = b  # only a change of this barrier can make it true (sim/engine.py)
     return done
 
 

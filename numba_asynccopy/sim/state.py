@@ -3,10 +3,11 @@ asynchronous operations in flight, mbarriers with exact phase, arrival and
 transaction-byte counts, and deadlock detection.
 
 numba-cuda's simulator runs every CUDA thread of a block as a Python thread
-(``BlockThread``) under a ``BlockManager`` and the blocks one after another.
-This module keeps one :class:`BlockState` per ``BlockManager`` and one
+(``BlockThread``) under a ``BlockManager``; the package's launch loop
+(``sim/engine.py``) runs the blocks of one cluster together.  This module
+keeps one :class:`BlockState` per ``BlockManager`` and one
 :class:`ThreadState` per ``BlockThread``; everything that changes them holds
-the block's lock, so the copies, groups and barrier counts are exact.
+the cluster's lock, so the copies, groups and barrier counts are exact.
 """
 
 from __future__ import annotations
@@ -85,39 +86,36 @@ class ThreadState:
 
 
 class BlockState:
+    """One CTA's simulator state.  Its lock and wake-ups are those of the
+    cluster it runs in (``sim/engine.py``): a CTA may change another CTA's
+    barrier, so the CTAs of a cluster share one lock."""
+
     def __init__(self, mgr):
         self.mgr = mgr
-        self.cond = threading.Condition(threading.RLock())
+        self.cluster = getattr(mgr, "_ac_cluster", None)
+        self.cond = self.cluster.cond if self.cluster is not None else \
+            threading.Condition(threading.RLock())
         self.barriers: dict[int, Barrier] = {}
-        self.progress = 0  # bumped by every change of async/barrier state
-        self.waiting: dict = {}  # thread -> predicate of its blocking wait
+        self.waiting: dict = {}  # kept for code that reads it; the engine tracks waiters
+
+    @property
+    def point(self) -> tuple:
+        """This CTA's block index (grid point)."""
+        return getattr(self.mgr, "_ac_point", (0, 0, 0))
+
+    @property
+    def progress(self) -> int:
+        return self.cluster.progress if self.cluster is not None else 0
 
     @property
     def nthreads(self) -> int:
         return int(np.prod(_nbsim.block_dim(self.mgr)))
 
-    def changed(self) -> None:
-        self.progress += 1
-        self.cond.notify_all()
-
-    def all_blocked(self) -> bool:
-        """Every thread of the block is blocked (syncthreads or a wait of
-        ours that cannot be satisfied now) or has exited.  Holds the lock."""
-        threads = _nbsim.block_threads(self.mgr)
-        if len(threads) < self.nthreads:
-            return False  # the manager is still starting threads
-        for t in threads:
-            if t.ident is None:
-                return False  # created, not started yet
-            if not t.is_alive():
-                continue
-            pred = self.waiting.get(t)
-            if pred is not None:
-                if pred():
-                    return False
-            elif not _nbsim.syncthreads_blocked(t):
-                return False
-        return True
+    def changed(self, key=None) -> None:
+        """Wake the waiters whose predicate became true: those waiting on
+        ``key`` (a Barrier) and those without one; all when ``key`` is None."""
+        if self.cluster is not None:
+            self.cluster.changed(key)
 
     def at_exit(self, grid_point) -> None:
         """The block finished: transaction bytes must balance on every barrier
@@ -145,31 +143,15 @@ class BlockState:
                     f"({b.tx_completed + flight})")
 
     def block_until(self, pred: Callable[[], bool], on_deadlock: Callable[[], None]) -> bool:
-        """Wait (holding the lock between polls) until ``pred()``.
+        """Wait (the lock held) until ``pred()``; woken when the state it
+        reads changes, never polling.
 
-        If the whole block stays blocked, call ``on_deadlock()`` (which
-        raises, or returns to give up) and return False.
+        When every thread of the cluster is blocked: ``on_deadlock()``
+        either returns (then this returns False) or raises the
+        :class:`DeadlockError` text of this wait, which goes, with every
+        other blocked wait's, into the launch's one DeadlockError.
         """
-        me = threading.current_thread()
-        self.waiting[me] = pred
-        try:
-            seen, strikes = None, 0
-            while not pred():
-                if _nbsim.aborted(me):
-                    raise RuntimeError("aborted: another thread of the block failed")
-                if self.all_blocked():
-                    # stable over a few polls with no state change: a deadlock
-                    strikes = strikes + 1 if seen == self.progress else 1
-                    seen = self.progress
-                    if strikes >= 3:
-                        on_deadlock()
-                        return False
-                else:
-                    strikes = 0
-                self.cond.wait(0.002)
-            return True
-        finally:
-            del self.waiting[me]
+        return self.cluster.wait_until(pred, on_deadlock)
 
 
 class AsyncOp:
@@ -221,6 +203,9 @@ class Barrier:
         self.addr, self.label = addr, label
         self.expected = count  # arrivals per phase (arrive_drop lowers it)
         self.phase = 0
+        self.owner = None  # grid point of the owning CTA (cluster launches)
+        self.cluster = None
+        self.releasers: set = set()  # CTAs that arrived remotely in this phase (release)
         self._completing = False
         self._new_phase()
 
@@ -250,7 +235,7 @@ class Barrier:
         pend, tx = self.outstanding()
         if pend == 0 and tx == 0 and all(op.landed for op in self.deferred):
             self._complete()
-        blk.changed()
+        blk.changed(self)
 
     def observe(self, blk: BlockState) -> None:
         """A wait looks at the barrier: a ready phase completes now."""
@@ -259,7 +244,7 @@ class Barrier:
         pend, tx = self.outstanding()
         if pend == 0 and tx == 0:
             self._complete()
-            blk.changed()
+            blk.changed(self)
 
     def _complete(self) -> None:
         self._completing = True
@@ -270,6 +255,10 @@ class Barrier:
             self._completing = False
         self.phase += 1
         self._new_phase()
+        if self.releasers:
+            from .cluster import _on_phase_complete
+
+            _on_phase_complete(self)
 
     def arrive(self, blk: BlockState, count: int, api: str) -> None:
         pend, tx = self.outstanding()
@@ -286,7 +275,7 @@ class Barrier:
     def expect_tx(self, blk: BlockState, nbytes: int) -> None:
         self.tx += nbytes
         self.tx_expected += nbytes
-        blk.changed()
+        blk.changed(self)
 
     def complete_tx(self, blk: BlockState, nbytes: int) -> None:
         self.tx -= nbytes
@@ -339,7 +328,13 @@ def barrier_of(api: str, blk: BlockState, bar: np.ndarray, *, init_count: int | 
     if addr % 8:
         raise violation(api, _rules.not_aligned(name="bar", align=8, addr=f"0x{addr:x}"))
     if init_count is not None:
-        b = blk.barriers[addr] = Barrier(addr, describe_shared(addr), init_count)
+        label = describe_shared(addr)
+        cl = blk.cluster
+        if cl is not None and cl.clustered:
+            p = blk.point
+            label += f", in CTA {cl.rank_of(p)} (block ({p[0]},{p[1]},{p[2]}))"
+        b = blk.barriers[addr] = Barrier(addr, label, init_count)
+        b.owner, b.cluster = blk.point, cl
         return b
     b = blk.barriers.get(addr)
     if b is None:

@@ -15,7 +15,8 @@ swizzle (16-byte unit at byte offset ``o`` stored at ``o ^ (((o >> 7) &
 on the barrier, landing under the schedule like
 :func:`~numba_asynccopy.cp_async_bulk_g2s`.  Stores and reductions write
 only the in-bounds part of the box and complete in bulk groups like
-:func:`~numba_asynccopy.cp_async_bulk_s2g`.  Interleaved maps and multicast
+:func:`~numba_asynccopy.cp_async_bulk_s2g`.  A multicast load
+(``multicast_mask``) lands in every CTA of the mask.  Interleaved maps
 raise :class:`~numba_asynccopy.sim.SimulatorError`.
 """
 
@@ -31,7 +32,7 @@ from .. import _rules
 from ..host import tensor_map as _tm
 from . import _runtime as rt
 from ._mirror import mirrors
-from .bulk import BulkOp, _check_mbar, _check_space, _cluster_error, _combine, _issue
+from .bulk import BulkOp, _check_mbar, _check_space, _combine, _issue
 
 _dev = sys.modules["numba_asynccopy.tensor"]
 
@@ -199,8 +200,6 @@ def cp_async_bulk_tensor_load(dst, tensor_map, coords, mbar, *, multicast_mask=N
     (d, m, cs, b), kw = rt.validate(_dev.cp_async_bulk_tensor_load, dst, tensor_map, coords, mbar,
                                     multicast_mask=multicast_mask, cache_policy=cache_policy,
                                     fence=fence)
-    if kw["multicast_mask"] is not None:
-        raise _cluster_error(api)
     th, blk = rt.current(api)
     _check_space(api, "dst", d, "shared")
     _check_space(api, "tensor_map", m, "global")
@@ -215,6 +214,11 @@ def cp_async_bulk_tensor_load(dst, tensor_map, coords, mbar, *, multicast_mask=N
         if ix is not None:
             dense[ix[1]] = t[ix[0]]  # read now: a copy of the source
         payload = _swizzle_bytes(dense, spec.swizzle)
+        if kw["multicast_mask"] is not None:
+            from .cluster import _multicast
+
+            _multicast(api, kw["multicast_mask"], d, b, payload, spec.box_bytes, _tile_bytes)
+            return
         bar.attach(blk, rt.AsyncOp([(_tile_bytes(d), payload)], tx_bytes=spec.box_bytes))
 
 

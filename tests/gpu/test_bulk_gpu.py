@@ -14,7 +14,7 @@ from numba import cuda
 import numba_asynccopy as ac
 from numba_asynccopy import bulk
 
-from ..conftest import SIM_CLUSTERS, SIM_TRAPS, run_python, skip_on_sim
+from ..conftest import SIM_TRAPS, run_python, skip_on_sim
 
 pytestmark = pytest.mark.gpu
 rng = np.random.default_rng()  # fresh data every run
@@ -146,7 +146,6 @@ def multicast(A, out, mask):
     ac.cluster_sync()  # no CTA leaves while a copy may still target it
 
 
-@skip_on_sim(SIM_CLUSTERS)
 @pytest.mark.parametrize("mask", [0b1111, 0b0101, 0b1000])
 @pytest.mark.parametrize("checked", [False, True])
 def test_multicast_load_to_the_cluster(mask, checked):

@@ -13,7 +13,7 @@ from numba import cuda
 import numba_asynccopy as ac
 from numba_asynccopy.examples import cluster as ex
 
-from ..conftest import SIM_CLUSTERS, SIM_DEVICE, SIM_TRAPS, run_python, skip_on_sim
+from ..conftest import SIM_DEVICE, SIM_TRAPS, run_python, skip_on_sim
 
 pytestmark = pytest.mark.gpu
 
@@ -33,7 +33,6 @@ def dev_poisoned(shape, dtype, value=0x7F):
 # --- the seed -------------------------------------------------------------------------
 
 
-@skip_on_sim(SIM_CLUSTERS)
 @pytest.mark.parametrize("checked", [False, True])
 def test_seed_cta0_sends_256_bytes_to_cta1(checked):
     a = rng.integers(0, 2**32, 64, dtype=np.uint32)
@@ -44,7 +43,6 @@ def test_seed_cta0_sends_256_bytes_to_cta1(checked):
     np.testing.assert_array_equal(out.copy_to_host(), a)
 
 
-@skip_on_sim(SIM_CLUSTERS)
 @pytest.mark.parametrize("checked", [False, True])
 def test_seed_repeated_chunks(checked):
     a = rng.standard_normal((8, 128)).astype(np.float16)
@@ -87,7 +85,6 @@ def ring_bulk(A, out, ranks):
     ac.cluster_sync()
 
 
-@skip_on_sim(SIM_CLUSTERS)
 @pytest.mark.parametrize("size", [2, 4, 8, 16])
 @pytest.mark.parametrize("checked", [False, True])
 def test_ring_exchange_cluster_sizes(size, checked):
@@ -153,14 +150,12 @@ def expected_sregs(grid, cluster, explicit):
     return exp
 
 
-@skip_on_sim(SIM_CLUSTERS)
 def test_special_registers_declared_2x2():
     out = dev_poisoned((16, 15), np.int32)
     sregs_2x2[(4, 4), 32](out)
     np.testing.assert_array_equal(out.copy_to_host(), expected_sregs((4, 4), (2, 2), 1))
 
 
-@skip_on_sim(SIM_CLUSTERS)
 @pytest.mark.parametrize("cluster", [(2, 2), (4, 1), (1, 2)])
 def test_special_registers_runtime_shapes(cluster):
     out = dev_poisoned((32, 15), np.int32)
@@ -168,7 +163,6 @@ def test_special_registers_runtime_shapes(cluster):
     np.testing.assert_array_equal(out.copy_to_host(), expected_sregs((8, 4), cluster, 1))
 
 
-@skip_on_sim(SIM_CLUSTERS)
 def test_special_registers_without_clusters():
     out = dev_poisoned((6, 15), np.int32)
     sregs[(3, 2), 32](out)
@@ -217,7 +211,6 @@ def dsmem_kernel(A, loads, inbox_out, counts, fsum, grid2d, mapped):
     ac.cluster_sync()
 
 
-@skip_on_sim(SIM_CLUSTERS)
 @pytest.mark.parametrize("size", [2, 4, 8])
 def test_dsmem_load_store_atomic(size):
     nclusters = 2
@@ -285,7 +278,6 @@ def remote_arrive(A, out, out_bulk):
     ac.cluster_sync()
 
 
-@skip_on_sim(SIM_CLUSTERS)
 @pytest.mark.parametrize("size", [2, 4, 8, 16])
 def test_remote_arrive_and_expect_tx(size):
     nclusters = 2
@@ -331,7 +323,7 @@ def test_200kb_dynamic_shared_ordinary_launch():
     np.testing.assert_array_equal(out.copy_to_host(), expected)
 
 
-@pytest.mark.parametrize("cluster", [None, pytest.param(2, marks=skip_on_sim(SIM_CLUSTERS))])
+@pytest.mark.parametrize("cluster", [None, 2])
 def test_200kb_dynamic_shared_ac_launch(cluster):
     a, expected = _big_case()
     out = dev_poisoned(expected.shape, np.uint32)
@@ -376,7 +368,6 @@ def test_max_active_clusters():
 # --- launch errors ---------------------------------------------------------------------------------
 
 
-@skip_on_sim(SIM_CLUSTERS)
 def test_declared_shape_grid_mismatch():
     out = cuda.device_array((16, 15), np.int32)
     with pytest.raises(ac.ClusterLaunchError, match=r"grid \(3, 4, 1\) \(blocks\) is not a multiple "
@@ -400,7 +391,6 @@ def test_runtime_shape_errors():
         ac.launch(sregs, 32, 32, (out,), cluster=32, non_portable=True)
 
 
-@skip_on_sim(SIM_CLUSTERS)
 def test_cluster_dims_in_a_device_function_is_an_error():
     @cuda.jit(device=True)
     def helper():
@@ -484,7 +474,6 @@ except Exception as e:
     assert "[block (0,0,0) thread (0,0,0)]" in text, text
 
 
-@skip_on_sim(SIM_CLUSTERS)
 @pytest.mark.parametrize("size", [2, 4, 16])
 def test_remote_arrive_and_expect_tx_by_cta_rank_keyword(size):
     # test_remote_arrive_and_expect_tx with the cta_rank= keyword of the

@@ -15,7 +15,7 @@ from numba_asynccopy.examples import sgemm as sg
 from numba_asynccopy.examples import staged_copy as sc
 from numba_asynccopy.examples import stencil as st
 
-from ..conftest import SIM, SIM_CLUSTERS, SIM_NVCC, skip_on_sim
+from ..conftest import SIM, SIM_NVCC, skip_on_sim
 
 pytestmark = pytest.mark.gpu
 
@@ -109,7 +109,6 @@ def test_stencil_async_checked_mode():
     np.testing.assert_allclose(d_out.copy_to_host(), st.reference(u, 0.5, 0.125), rtol=0, atol=2e-6)
 
 
-@skip_on_sim(SIM_CLUSTERS)
 @pytest.mark.parametrize("cluster,rounds", [(2, 0), (2, 1), (2, 7), (4, 6), (8, 11)])
 @pytest.mark.parametrize("variant", ["dsmem", "global"])
 @pytest.mark.parametrize("checked", [False, True])
@@ -130,7 +129,6 @@ def test_cluster_exchange(variant, cluster, rounds, checked):
     np.testing.assert_array_equal(d_out.copy_to_host(), ex.expected(a, rounds, cluster))
 
 
-@skip_on_sim(SIM_CLUSTERS)
 def test_launch_probe_both_launch_paths():
     blocks = 8
     kernel = cuda.jit(ex.PROBE_SIGNATURE)(ex.launch_probe)

@@ -13,7 +13,7 @@ from numba import cuda
 
 import numba_asynccopy as ac
 
-from ..conftest import SIM_CLUSTERS, SIM_TRAPS, run_python, skip_on_sim
+from ..conftest import SIM_TRAPS, run_python, skip_on_sim
 
 pytestmark = pytest.mark.gpu
 rng = np.random.default_rng()
@@ -304,7 +304,6 @@ def tma_multicast(tmap, out):
     ac.cluster_sync()
 
 
-@skip_on_sim(SIM_CLUSTERS)
 @pytest.mark.parametrize("checked", [False, True])
 def test_tma_multicast_to_the_cluster(checked):
     a = random_tensor((48, 32), np.float32)

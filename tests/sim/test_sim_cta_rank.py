@@ -1,7 +1,7 @@
 """The cluster side of the mbarrier and bulk families in the simulator: the
-``cta_rank=`` forms and the cluster bulk copy need clusters, which are not
-simulated; they raise SimulatorError with the cluster family's reason, and
-the local forms of the same functions still run."""
+``cta_rank=`` forms and the cluster bulk copy act on the barrier (and the
+shared memory) of that CTA of the cluster; an unclustered launch is a
+cluster of one CTA, so rank 0 is the CTA itself, as on the GPU."""
 
 from __future__ import annotations
 
@@ -12,38 +12,47 @@ from numba.cuda.core.errors import TypingError
 
 import numba_asynccopy as ac
 
-REASON = ac.sim.UNSUPPORTED_FAMILIES["cluster"]
+
+@cuda.jit
+def to_self(A, out):
+    bars = cuda.shared.array(1, np.uint64, alignment=8)
+    src = cuda.shared.array(64, np.uint32, alignment=16)
+    dst = cuda.shared.array(64, np.uint32, alignment=16)
+    tid = cuda.threadIdx.x
+    src[tid] = A[tid]
+    if tid == 0:
+        ac.mbarrier_init(bars[0:], 2)
+        ac.fence_mbarrier_init()
+    ac.fence_proxy_async("shared::cta")
+    cuda.syncthreads()
+    if tid == 0:
+        ac.mbarrier_expect_tx(bars[0:], 128, cta_rank=0)
+        ac.mbarrier_arrive_expect_tx(bars[0:], 128, cta_rank=0)
+        ac.cp_async_bulk_cluster(dst, src, 256, bars[0:], 0)
+        ac.mbarrier_arrive(bars[0:], cta_rank=0)
+    ac.mbarrier_wait_parity(bars[0:], 0)
+    out[tid] = dst[tid]
+
+
+def test_cluster_forms_act_on_the_ctas_own_barrier_in_an_unclustered_launch():
+    a = np.random.default_rng().integers(0, 2**32, 64, dtype=np.uint32)
+    out = np.zeros_like(a)
+    to_self[1, 64](a, out)
+    np.testing.assert_array_equal(out, a)
 
 
 @cuda.jit
-def remote(out, which):
-    bars = cuda.shared.array(2, np.uint64)
-    sh = cuda.shared.array(64, np.uint32, alignment=16)
-    if cuda.threadIdx.x == 0:
-        ac.mbarrier_init(bars[0:], 1)
-        if which == 0:
-            ac.mbarrier_arrive(bars[0:], cta_rank=0)
-        elif which == 1:
-            ac.mbarrier_expect_tx(bars[0:], 256, cta_rank=0)
-        elif which == 2:
-            ac.mbarrier_arrive_expect_tx(bars[0:], 256, cta_rank=0)
-        else:
-            ac.cp_async_bulk_cluster(sh, sh, 256, bars[1:], 0)
+def rank_outside(out, r):
+    bars = cuda.shared.array(1, np.uint64, alignment=8)
+    ac.mbarrier_init(bars[0:], 1)
+    ac.mbarrier_arrive(bars[0:], cta_rank=r)
     out[0] = 1
 
 
-@pytest.mark.parametrize("which,what", [
-    (0, "mbarrier_arrive with cta_rank"),
-    (1, "mbarrier_expect_tx with cta_rank"),
-    (2, "mbarrier_arrive_expect_tx with cta_rank"),
-    (3, "cp_async_bulk_cluster"),
-])
-def test_cluster_forms_raise_the_cluster_reason(which, what):
-    out = cuda.to_device(np.zeros(1, np.int32))
-    with pytest.raises(ac.sim.SimulatorError) as e:
-        remote[1, 1](out, which)
-    text = str(e.value)
-    assert f"numba_asynccopy simulator: {what} cannot run in the CUDA simulator: {REASON}" in text
+def test_a_rank_outside_the_cluster_has_checked_modes_text():
+    with pytest.raises(ac.sim.SimulatorError, match=r"mbarrier_arrive: `cta_rank`=1 is outside "
+                       r"the cluster \(1 CTAs: ranks 0..0\)"):
+        rank_outside[1, 1](np.zeros(1, np.int32), 1)
 
 
 @cuda.jit

@@ -1,6 +1,6 @@
 """``ac.launch`` in the simulator: without a cluster it is an ordinary
-simulated launch (dynamic shared memory included); a cluster shape is
-refused with the reason, after the same shape checks as on a GPU."""
+simulated launch (dynamic shared memory included); with a cluster shape the
+blocks of each cluster run together, after the same shape checks as on a GPU."""
 
 from __future__ import annotations
 
@@ -27,12 +27,23 @@ def test_launch_without_a_cluster_runs():
     np.testing.assert_array_equal(out, a[:, ::-1] + np.arange(3, dtype=np.int32)[:, None])
 
 
-def test_a_cluster_is_refused_with_the_reason():
-    a = np.zeros((4, 16), np.int32)
-    message = (r"ac.launch\(\.\.\., cluster=\(2, 1, 1\)\) cannot run in the CUDA simulator: "
-               r".*blocks of a cluster never run together")
-    with pytest.raises(ac.sim.SimulatorError, match=message):
-        ac.launch(reverse_through_dynamic_shared, 4, 16, (a, a.copy()), cluster=2, shared_mem=64)
+@cuda.jit
+def swap_halves_through_dsmem(a, out):
+    dyn = cuda.shared.array(0, np.int32)
+    t = cuda.threadIdx.x
+    rank = ac.cluster_cta_rank()
+    dyn[t] = a[cuda.blockIdx.x, t]
+    ac.cluster_sync()
+    out[cuda.blockIdx.x, t] = ac.dsmem_load(dyn, 1 - rank, t) * 10 + rank
+    ac.cluster_sync()
+
+
+def test_a_cluster_runs_its_blocks_together():
+    a = np.random.default_rng().integers(-2**20, 2**20, (4, 16), dtype=np.int32)
+    out = np.full_like(a, 0x7F7F7F7F)
+    ac.launch(swap_halves_through_dsmem, 4, 16, (a, out), cluster=2, shared_mem=64)
+    swapped = a.reshape(2, 2, 16)[:, ::-1].reshape(4, 16)
+    np.testing.assert_array_equal(out, swapped * 10 + np.array([0, 1, 0, 1], np.int32)[:, None])
 
 
 def test_shape_errors_come_first():

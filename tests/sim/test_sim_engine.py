@@ -1,0 +1,106 @@
+"""The simulator's launch loop (sim/engine.py): blocked threads sleep until
+what they wait for changes, a deadlock is found at once and lists every
+blocked wait, a rule violation is reported before the deadlock it causes,
+and a 256-thread block waiting on mbarriers in a loop runs in seconds."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import numba_asynccopy as ac
+
+
+@cuda.jit
+def mbarrier_loop(A, out, iters):
+    bar = cuda.shared.array(1, np.uint64, alignment=8)
+    sh = cuda.shared.array(256, np.float32)
+    tid = cuda.threadIdx.x
+    if tid == 0:
+        ac.mbarrier_init(bar, 256)
+    cuda.syncthreads()
+    acc = 0.0
+    for i in range(iters):
+        sh[tid] = A[tid] + i
+        ac.mbarrier_arrive(bar)
+        ac.mbarrier_wait_parity(bar, i % 2)
+        acc += sh[(tid + 1) % 256]
+        cuda.syncthreads()  # everyone read before the next phase's write
+    out[tid] = acc
+
+
+def test_a_256_thread_block_waiting_on_mbarriers_in_a_loop_runs_in_seconds():
+    a = np.random.default_rng().standard_normal(256).astype(np.float32)
+    out = np.zeros(256, np.float32)
+    t0 = time.perf_counter()
+    mbarrier_loop[1, 256](a, out, 16)
+    dt = time.perf_counter() - t0
+    expected = sum(np.roll(a, -1) + np.float32(i) for i in range(16))
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+    print(f"256 threads, 16 mbarrier phases: {dt:.2f} s")
+    assert dt < 60, f"took {dt:.1f} s"
+
+
+@cuda.jit
+def half_in_syncthreads(out):
+    bar = cuda.shared.array(1, np.uint64, alignment=8)
+    tid = cuda.threadIdx.x
+    if tid == 0:
+        ac.mbarrier_init(bar, 64)  # BUG: only 32 threads arrive
+    cuda.syncthreads()
+    if tid < 32:
+        ac.mbarrier_arrive(bar)
+        ac.mbarrier_wait_parity(bar, 0)
+    cuda.syncthreads()
+    out[tid] = 1
+
+
+def test_a_deadlock_lists_the_barrier_wait_and_the_syncthreads_wait():
+    with pytest.raises(ac.sim.DeadlockError) as e:
+        half_in_syncthreads[1, 64](np.zeros(64, np.int32))
+    msg = str(e.value)
+    assert "mbarrier_wait_parity: deadlock" in msg, msg
+    assert "phase 0: expected 64 arrivals, 32 arrived" in msg, msg
+    assert "[32 threads, first [block (0,0,0) thread (0,0,0)]]" in msg, msg
+    assert "cuda.syncthreads: deadlock: waiting at " in msg and "test_sim_engine.py:" in msg, msg
+    assert "[32 threads, first [block (0,0,0) thread (32,0,0)]]" in msg, msg
+
+
+@cuda.jit
+def violation_then_starve(A, out):
+    bar = cuda.shared.array(1, np.uint64, alignment=8)
+    sh = cuda.shared.array(64, np.float32, alignment=16)
+    tid = cuda.threadIdx.x
+    if tid == 0:
+        ac.mbarrier_init(bar, 1)
+    cuda.syncthreads()
+    if tid == 0:
+        ac.mbarrier_arrive_expect_tx(bar, 256)
+        ac.cp_async_bulk_g2s(sh[1:], A[1:], bar)  # BUG: misaligned, raises
+    ac.mbarrier_wait_parity(bar, 0)  # the others would starve
+    out[tid] = sh[tid]
+
+
+def test_the_rule_violation_is_reported_not_the_deadlock_it_causes():
+    for _ in range(3):
+        with pytest.raises(ac.sim.SimulatorError) as e:
+            violation_then_starve[1, 64](np.zeros(65, np.float32), np.zeros(64, np.float32))
+        assert not isinstance(e.value, ac.sim.DeadlockError), str(e.value)
+        assert "cp_async_bulk_g2s" in str(e.value), str(e.value)
+
+
+@cuda.jit
+def blocks_have_their_own_shared_memory(out):
+    sh = cuda.shared.array(1, np.int32)
+    if cuda.threadIdx.x == 0:
+        out[cuda.blockIdx.x] = sh[0]  # uninitialised: poison in every block
+        sh[0] = cuda.blockIdx.x
+
+
+def test_each_block_starts_with_fresh_shared_memory():
+    out = np.zeros(4, np.int32)
+    blocks_have_their_own_shared_memory[4, 32](out)
+    np.testing.assert_array_equal(out, np.full(4, -1, np.int32))  # 0xFFFFFFFF poison
