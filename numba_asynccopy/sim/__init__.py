@@ -29,6 +29,12 @@ or the end of the block (a store's destination holds poison until then).
 from the same validated spec.  Clusters (and so ``multicast_mask``) are
 not simulated: see :data:`UNSUPPORTED_FAMILIES`.
 
+Interleaving (:func:`set_seed`, :func:`seed`, or ``NUMBA_ASYNCCOPY_SIM_SEED``):
+under a seed every intrinsic call is a scheduling point where the thread
+yields or falls behind as a generator seeded by the seed, the block and the
+thread decides; the results of a correct kernel do not depend on it, so
+running a test under several seeds finds the ones that do.
+
 Barriers keep exact phase, arrival and transaction-byte counts.  A wait
 that can never be satisfied (every thread of the block blocked) raises
 :class:`DeadlockError` naming the barrier, its phase, the expected and
@@ -56,8 +62,11 @@ from ._runtime import (
     DeadlockError,
     SimulatorError,
     get_schedule,
+    get_seed,
     schedule,
+    seed,
     set_schedule,
+    set_seed,
 )
 
 #: True when numba-cuda's simulator is enabled (read at import)
@@ -169,8 +178,11 @@ __all__ = [
     "SimulatorError",
     "UNSUPPORTED_FAMILIES",
     "get_schedule",
+    "get_seed",
     "implementations",
     "schedule",
+    "seed",
     "set_schedule",
+    "set_seed",
     "supported",
 ]

@@ -9,6 +9,8 @@ import numba
 import numpy as np
 from numba.core import types
 
+from .schedule import jitter
+
 
 def unwrap(x: Any) -> Any:
     """The numpy array behind a simulator device array, or ``x`` itself."""
@@ -76,6 +78,7 @@ def validate(intrinsic: Any, *args: Any, **kwargs: Any) -> tuple[tuple, dict]:
     Raises the same ``TypingError`` (same text) the GPU compile would.
     Returns ``(args, kwargs)`` with simulator arrays unwrapped to numpy.
     """
+    jitter()  # every intrinsic call is a scheduling point under a seed
     args = tuple(unwrap(a) for a in args)
     kwargs = {k: unwrap(v) for k, v in kwargs.items()}
     # numba.typeof of an array or a tuple costs about 0.1 ms: a kernel calling
