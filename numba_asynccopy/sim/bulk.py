@@ -36,6 +36,7 @@ import numpy as np
 
 from .. import _rules
 from . import _runtime as rt
+from . import mbarrier as _mb
 from ._mirror import mirrors
 from .cp_async import _bytes
 from .cp_async import _check_views as _check_chunk_views
@@ -230,7 +231,9 @@ def cp_async_bulk_g2s(dst, src, mbar, *, multicast_mask=None, cache_policy=None)
         _check_views(api, ("dst", d, td), ("src", s, ts), o.whole)
         db = _flat_bytes(d, o.whole)
         payload = _flat_bytes(s, o.whole).copy()  # the copy engine reads the source now
-        bar.attach(blk, rt.AsyncOp([(db, payload)], tx_bytes=int(d.nbytes)))
+        _mb._check_init_fenced(api, bar)
+        bar.attach(blk, _mb._issued(rt.AsyncOp([(db, payload)], tx_bytes=int(d.nbytes)), api))
+        _mb._check_tx_overflow(api, bar)
 
 
 def _s2g(api: str, d, s, o, op: str | None, ptx_type: str | None) -> None:

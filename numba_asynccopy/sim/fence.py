@@ -16,19 +16,29 @@ from __future__ import annotations
 import sys
 
 from . import _runtime as rt
+from . import mbarrier as _mb
 from ._mirror import mirrors
 
 _dev = sys.modules["numba_asynccopy.fence"]
 
 
-@mirrors(_dev.fence_proxy_async, "no-op.")
+@mirrors(_dev.fence_proxy_async,
+         "orders this thread's earlier ``mbarrier_init`` calls for the async proxy (unless "
+         "``space`` is ``\"global\"``); memory needs no fencing in the simulator.")
 def fence_proxy_async(space=None):
     rt.validate(_dev.fence_proxy_async, space)
+    if space != "global":
+        th, blk = rt.current("fence_proxy_async")
+        with blk.cond:
+            _mb._fence_inits(th, blk)
 
 
-@mirrors(_dev.fence_mbarrier_init, "no-op.")
+@mirrors(_dev.fence_mbarrier_init, "orders this thread's earlier ``mbarrier_init`` calls.")
 def fence_mbarrier_init():
     rt.validate(_dev.fence_mbarrier_init)
+    th, blk = rt.current("fence_mbarrier_init")
+    with blk.cond:
+        _mb._fence_inits(th, blk)
 
 
 @mirrors(_dev.fence_acq_rel_cluster, "no-op.")
@@ -115,13 +125,15 @@ def elect_sync(mask=0xFFFFFFFF):
 
         def deadlock():
             gone = missing()
-            raise rt.DeadlockError(
+            raise rt.deadlock(blk, 
                 f"{rt.SIM_PREFIX}{api}: deadlock: every thread of the block is blocked, and lanes "
                 f"{[k for k in range(32) if (gone >> k) & 1]} of `mask`=0x{m:08x} never reach "
                 f"the elect.sync at {line} that lanes "
                 f"{[k for k in range(32) if (e.arrived >> k) & 1]} wait in (elect.sync waits "
                 f"until every lane of its membermask executes it) {rt.where()}")
 
+        done.line = line
+        done.describe = lambda: f"elect.sync (`mask`=0x{m:08x}, warp {warp_base // 32})"
         blk.changed()
         blk.block_until(done, deadlock)
         return lane == e.leader

@@ -30,6 +30,7 @@ import numpy as np
 from .. import _rules
 from ..host import tensor_map as _tm
 from . import _runtime as rt
+from . import mbarrier as _mb
 from ._mirror import mirrors
 from .bulk import BulkOp, _check_mbar, _check_space, _cluster_error, _combine, _issue
 
@@ -215,7 +216,10 @@ def cp_async_bulk_tensor_load(dst, tensor_map, coords, mbar, *, multicast_mask=N
         if ix is not None:
             dense[ix[1]] = t[ix[0]]  # read now: a copy of the source
         payload = _swizzle_bytes(dense, spec.swizzle)
-        bar.attach(blk, rt.AsyncOp([(_tile_bytes(d), payload)], tx_bytes=spec.box_bytes))
+        _mb._check_init_fenced(api, bar)
+        bar.attach(blk, _mb._issued(rt.AsyncOp([(_tile_bytes(d), payload)],
+                                              tx_bytes=spec.box_bytes), api))
+        _mb._check_tx_overflow(api, bar)
 
 
 def _store(api, m, cs, s, o, dtype_code=None):
