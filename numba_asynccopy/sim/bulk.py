@@ -38,6 +38,7 @@ from .. import _rules
 from . import _runtime as rt
 from . import mbarrier as _mb
 from ._mirror import mirrors
+from . import cp_async as _cp
 from .cp_async import _bytes
 from .cp_async import _check_views as _check_chunk_views
 
@@ -161,6 +162,7 @@ def _issue(th: rt.ThreadState, blk: rt.BlockState, op: BulkOp) -> None:
             op.land()
         else:
             op.poison()
+            _cp._track(blk, op, op.sources, f"{op.api} issued at {op.issued_at}", reads=True)
         th.bulk_uncommitted.append(op)
         blk.changed()
 
@@ -232,7 +234,10 @@ def cp_async_bulk_g2s(dst, src, mbar, *, multicast_mask=None, cache_policy=None)
         db = _flat_bytes(d, o.whole)
         payload = _flat_bytes(s, o.whole).copy()  # the copy engine reads the source now
         _mb._check_init_fenced(api, bar)
-        bar.attach(blk, _mb._issued(rt.AsyncOp([(db, payload)], tx_bytes=int(d.nbytes)), api))
+        _cp._check_reuse(api, "dst", blk, [db])
+        op = _mb._issued(rt.AsyncOp([(db, payload)], tx_bytes=int(d.nbytes)), api)
+        bar.attach(blk, op)
+        _cp._track(blk, op, [db], op.issued_at)
         _mb._check_tx_overflow(api, bar)
 
 

@@ -4,6 +4,8 @@ kernel gives the same result under every interleaving seed."""
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -146,3 +148,98 @@ def test_lanes_meeting_with_different_masks_are_an_error():
                        r"with `mask`=0x[0-9a-f]{8} at .* while lanes .* wait in elect.sync with "
                        r"`mask`=0x[0-9a-f]{8}"):
         two_masks[1, 32]()
+
+
+# --- 2. a destination reused while a copy into it is in flight -----------------------------------
+
+
+@cuda.jit
+def two_groups_one_chunk(A, out):
+    sh = cuda.shared.array(4, np.uint32, alignment=16)
+    tid = cuda.threadIdx.x
+    if tid == 0:
+        ac.cp_async(sh, A[0:4], 16)
+        ac.commit_group()
+        ac.cp_async(sh, A[4:8], 16)  # BUG: the first copy into sh may land after this one
+        ac.commit_group()
+        ac.wait_group(1)
+        for j in range(4):
+            out[j] = sh[j]
+        ac.wait_group(0)
+
+
+def test_a_cp_async_into_a_chunk_still_in_flight_is_an_error_at_issue():
+    a = np.arange(8, dtype=np.uint32)
+    line = inspect.getsourcelines(two_groups_one_chunk.py_func)[1]
+    with pytest.raises(ac.sim.SimulatorError) as e:
+        two_groups_one_chunk[1, 32](a, np.zeros(4, np.uint32))
+    msg = str(e.value)
+    assert "cp_async: `dst` (shared array allocated at" in msg, msg
+    assert ("overlaps the destination of a copy still in flight (cp_async issued at "
+            f"{__file__}:{line + 5}") in msg, msg
+    assert msg.endswith("[block (0,0,0) thread (0,0,0)]"), msg
+
+
+def test_the_same_kernel_waiting_between_the_copies_passes():
+    @cuda.jit
+    def waited(A, out):
+        sh = cuda.shared.array(4, np.uint32, alignment=16)
+        if cuda.threadIdx.x == 0:
+            ac.cp_async(sh, A[0:4], 16)
+            ac.commit_group()
+            ac.wait_group(0)
+            ac.cp_async(sh, A[4:8], 16)
+            ac.wait_all()
+            for j in range(4):
+                out[j] = sh[j]
+
+    a = rng.integers(0, 2**31, 8).astype(np.uint32)
+    out = np.zeros(4, np.uint32)
+    waited[1, 32](a, out)
+    np.testing.assert_array_equal(out, a[4:])
+
+
+@cuda.jit
+def bulk_into_a_tile_in_flight(A, out):
+    bars = cuda.shared.array(1, np.uint64)
+    sh = cuda.shared.array(64, np.float32, alignment=128)
+    if cuda.threadIdx.x == 0:
+        ac.mbarrier_init(bars[0:], 1)
+        ac.fence_proxy_async("shared::cta")
+        ac.mbarrier_arrive_expect_tx(bars[0:], 512)
+        ac.cp_async_bulk_g2s(sh[0:64], A[0:64], bars[0:])
+        ac.cp_async_bulk_g2s(sh[32:64], A[64:96], bars[0:])  # BUG: overlaps the first, in flight
+        ac.mbarrier_wait_parity(bars[0:], 0)
+
+
+def test_a_bulk_copy_into_a_region_still_in_flight_is_an_error_at_issue():
+    with pytest.raises(ac.sim.SimulatorError, match=r"cp_async_bulk_g2s: `dst` \(shared array "
+                       r"allocated at .*, byte offset 128\) overlaps the destination of a copy "
+                       r"still in flight \(cp_async_bulk_g2s issued at "):
+        bulk_into_a_tile_in_flight[1, 32](np.arange(96, dtype=np.float32), np.zeros(1))
+
+
+@cuda.jit
+def load_into_a_store_source(A, B):
+    bars = cuda.shared.array(1, np.uint64)
+    sh = cuda.shared.array(64, np.float32, alignment=128)
+    if cuda.threadIdx.x == 0:
+        ac.mbarrier_init(bars[0:], 1)
+        ac.fence_proxy_async("shared::cta")
+        for i in range(64):
+            sh[i] = A[i]
+        ac.fence_proxy_async("shared::cta")
+        ac.cp_async_bulk_s2g(B[0:64], sh)
+        ac.bulk_commit_group()
+        ac.mbarrier_arrive_expect_tx(bars[0:], 256)
+        ac.cp_async_bulk_g2s(sh[0:64], A[64:128], bars[0:])  # BUG: the store may still read sh
+        ac.mbarrier_wait_parity(bars[0:], 0)
+        ac.bulk_wait_group(0)
+
+
+def test_a_copy_into_the_source_of_a_bulk_store_still_reading_it_is_an_error():
+    with pytest.raises(ac.sim.SimulatorError, match=r"cp_async_bulk_g2s: `dst` \(shared array "
+                       r"allocated at .*\) overlaps the shared source of a bulk store that may still "
+                       r"read it \(cp_async_bulk_s2g issued at .*\): call bulk_wait_group\(n, "
+                       r"read=True\) before copying into it"):
+        load_into_a_store_source[1, 32](np.arange(128, dtype=np.float32), np.zeros(64, np.float32))
