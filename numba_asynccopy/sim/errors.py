@@ -107,7 +107,12 @@ def blocked_waits(blk) -> str:
     for b, pred, ts in groups.values():
         at = f" at {pred.line}" if getattr(pred, "line", "") else ""
         if b is not None:
-            parts.append(f"threads {_ids(ts)} wait{at} for {pred.what} of {b.name()}, in {b.report()}")
+            pend, tx = b.outstanding()
+            # every arrival in, bytes missing: no blocked thread can bring them
+            starved = (f" (starved: every arrival is in but {tx} announced transaction bytes "
+                       "never come)") if pend == 0 and tx > 0 else ""
+            parts.append(f"threads {_ids(ts)} wait{at} for {pred.what} of {b.name()}, in "
+                         f"{b.report()}{starved}")
         else:
             parts.append(f"threads {_ids(ts)} wait{at} in {pred.describe()}")
     if other:
@@ -141,4 +146,9 @@ def deadlock(blk, message: str) -> BaseException:
             return type(exc)(text)
         except Exception:
             return SimulatorError(text)
-    return DeadlockError(f"{message}. Blocked in the block: {blocked_waits(blk)}")
+    # the first thread to see the deadlock lists the waits (the others then
+    # stop one by one and would show as exited)
+    listing = blk.__dict__.get("_ac_blocked")
+    if listing is None:
+        listing = blk._ac_blocked = blocked_waits(blk)
+    return DeadlockError(f"{message}. Blocked in the block: {listing}")

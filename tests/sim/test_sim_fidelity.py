@@ -243,3 +243,150 @@ def test_a_copy_into_the_source_of_a_bulk_store_still_reading_it_is_an_error():
                        r"read it \(cp_async_bulk_s2g issued at .*\): call bulk_wait_group\(n, "
                        r"read=True\) before copying into it"):
         load_into_a_store_source[1, 32](np.arange(128, dtype=np.float32), np.zeros(64, np.float32))
+
+
+# --- 3. root causes first ---------------------------------------------------------------------------
+
+
+@cuda.jit
+def misaligned_producer(src, out):
+    bars = cuda.shared.array(1, np.uint64)
+    sh = cuda.shared.array(64, np.float32, alignment=128)
+    tid = cuda.threadIdx.x
+    if tid == 0:
+        ac.mbarrier_init(bars[0:], 1)
+        ac.fence_proxy_async("shared::cta")
+    cuda.syncthreads()
+    if tid == 0:
+        ac.mbarrier_arrive_expect_tx(bars[0:], 60 * 4)
+        ac.cp_async_bulk_g2s(sh[1:61], src[1:61], bars[0:])  # BUG: not 16-byte aligned
+    ac.mbarrier_wait_parity(bars[0:], 0)  # the other 63 threads can never pass
+    out[tid] = sh[tid]
+
+
+@pytest.mark.parametrize("run", range(3))
+def test_the_violation_not_the_deadlock_it_causes_is_raised(interleaving, run):
+    # before: the DeadlockError of a waiting thread in 12 runs of 20
+    with pytest.raises(ac.sim.SimulatorError) as e:
+        misaligned_producer[1, 64](np.arange(64, dtype=np.float32), np.zeros(64, np.float32))
+    assert type(e.value) is ac.sim.SimulatorError, e.value  # not a DeadlockError
+    msg = str(e.value)
+    assert "cp_async_bulk_g2s: `dst` is not 16-byte aligned" in msg, msg
+    assert "[block (0,0,0) thread (0,0,0)]" in msg, msg
+
+
+@cuda.jit
+def starved(src, out):
+    bars = cuda.shared.array(2, np.uint64)
+    sh = cuda.shared.array(64, np.float32, alignment=128)
+    tid = cuda.threadIdx.x
+    if tid == 0:
+        ac.mbarrier_init(bars[0:], 1)
+        ac.mbarrier_init(bars[1:], 32)
+        ac.fence_proxy_async("shared::cta")
+    cuda.syncthreads()
+    if tid < 32:
+        if tid == 0:
+            ac.mbarrier_arrive_expect_tx(bars[0:], 256)  # BUG: the copy brings 240 bytes
+            ac.cp_async_bulk_g2s(sh[0:60], src[0:60], bars[0:])
+        ac.mbarrier_wait_parity(bars[0:], 0)
+        out[tid] = sh[tid]
+        ac.mbarrier_arrive(bars[1:])
+    else:
+        ac.mbarrier_wait_parity(bars[1:], 0)  # starves only because bars[0] does
+
+
+def test_a_deadlock_lists_every_blocked_barrier_with_its_counts():
+    with pytest.raises(ac.sim.DeadlockError) as e:
+        starved[1, 64](np.arange(64, dtype=np.float32), np.zeros(64, np.float32))
+    msg = str(e.value)
+    blocked = msg.split("Blocked in the block: ", 1)[1]
+    line = inspect.getsourcelines(starved.py_func)[1]
+    # whichever thread reports, both barriers are there; the one that starved
+    # (every arrival in, 16 bytes never come) shows its transaction bytes
+    assert (f"threads 0-31 wait at {__file__}:{line + 14} for the phase of parity 0 of the barrier "
+            f"(shared array allocated at {__file__}:{line + 2}, byte offset 0), in phase 0: "
+            "expected 1 arrivals, 1 arrived; transaction bytes: expected 256, completed 0, "
+            "in flight 240, tx-count 16 after the copies in flight land (starved: every arrival "
+            "is in but 16 announced transaction bytes never come)") in blocked, blocked
+    assert (f"threads 32-63 wait at {__file__}:{line + 18} for the phase of parity 0 of the "
+            f"barrier (shared array allocated at {__file__}:{line + 2}, byte offset 8), in "
+            "phase 0: expected 32 arrivals, 0 arrived") in blocked, blocked
+
+
+@cuda.jit
+def too_many_bytes(src, out):
+    bars = cuda.shared.array(1, np.uint64)
+    sh = cuda.shared.array(64, np.float32, alignment=128)
+    tid = cuda.threadIdx.x
+    if tid == 0:
+        ac.mbarrier_init(bars[0:], 1)
+        ac.fence_proxy_async("shared::cta")
+    cuda.syncthreads()
+    if tid == 0:
+        ac.mbarrier_arrive_expect_tx(bars[0:], 128)
+        ac.cp_async_bulk_g2s(sh[0:32], src[0:32], bars[0:])
+        ac.cp_async_bulk_g2s(sh[32:64], src[32:64], bars[0:])  # BUG: 128 bytes nobody expects
+        # (one waiter: with others waiting, the phase may complete between the copies, and the
+        # second copy's bytes then count toward the next phase, as on the GPU)
+        ac.mbarrier_wait_parity(bars[0:], 0)
+        out[tid] = sh[tid]
+
+
+def test_bytes_beyond_the_phase_are_reported_where_the_copy_was_issued():
+    line = inspect.getsourcelines(too_many_bytes.py_func)[1]
+    with pytest.raises(ac.sim.SimulatorError) as e:
+        too_many_bytes[1, 64](np.arange(64, dtype=np.float32), np.zeros(64, np.float32))
+    msg = str(e.value)
+    assert type(e.value) is ac.sim.SimulatorError, msg
+    assert ("cp_async_bulk_g2s: 128 transaction bytes more than the barrier (shared array "
+            f"allocated at {__file__}:{line + 2}, byte offset 0) expects arrived in phase 0 "
+            "(expect_tx announced 128 bytes, copies and complete_tx bring 256)") in msg, msg
+    assert (f"cp_async_bulk_g2s issued at {__file__}:{line + 12} [block (0,0,0) thread (0,0,0)] "
+            "(128 bytes)") in msg, msg
+    assert msg.endswith("[block (0,0,0) thread (0,0,0)]"), msg
+
+
+# --- 4. barrier initialisation: the fence before the async proxy uses it ----------------------------
+
+
+def _tma_once(fence: str):
+    @cuda.jit
+    def k(tmap, out):
+        tile = cuda.shared.array((8, 32), np.float32, alignment=128)
+        bar = cuda.shared.array(1, np.uint64)
+        if cuda.threadIdx.x == 0:
+            ac.mbarrier_init(bar, 1)
+            if fence == "proxy":
+                ac.fence_proxy_async("shared::cta")
+            elif fence == "mbarrier_init":
+                ac.fence_mbarrier_init()
+            elif fence == "global":
+                ac.fence_proxy_async("global")  # orders global memory only: no fence of the init
+        cuda.syncthreads()
+        if cuda.threadIdx.x == 0:
+            ac.mbarrier_arrive_expect_tx(bar, 8 * 32 * 4)
+            ac.cp_async_bulk_tensor_load(tile, tmap, (0, 0), bar)
+        ac.mbarrier_wait_parity(bar, 0)
+        for i in range(cuda.threadIdx.x, 8 * 32, cuda.blockDim.x):
+            out[i // 32, i % 32] = tile[i // 32, i % 32]
+    return k
+
+
+@pytest.mark.parametrize("fence", ["proxy", "mbarrier_init"])
+def test_a_fenced_init_passes(fence):
+    a = rng.standard_normal((8, 32)).astype(np.float32)
+    out = np.zeros_like(a)
+    _tma_once(fence)[1, 32](ac.TensorMap(cuda.to_device(a), (8, 32)), out)
+    np.testing.assert_array_equal(out, a)
+
+
+@pytest.mark.parametrize("fence", ["none", "global"])
+def test_a_barrier_used_by_the_async_proxy_without_the_init_fence_is_an_error(fence):
+    a = rng.standard_normal((8, 32)).astype(np.float32)
+    with pytest.raises(ac.sim.SimulatorError, match=r"cp_async_bulk_tensor_load: the barrier "
+                       r"\(shared array allocated at .*\) is used by the async proxy "
+                       r"\(cp_async_bulk_tensor_load\) but no fence made its initialisation "
+                       r"visible to the async proxy: after mbarrier_init, call "
+                       r"fence_mbarrier_init\(\) \(or fence_proxy_async\(\"shared::cta\"\)\)"):
+        _tma_once(fence)[1, 32](ac.TensorMap(cuda.to_device(a), (8, 32)), np.zeros_like(a))
