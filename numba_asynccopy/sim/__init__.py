@@ -35,10 +35,22 @@ yields or falls behind as a generator seeded by the seed, the block and the
 thread decides; the results of a correct kernel do not depend on it, so
 running a test under several seeds finds the ones that do.
 
+Rules the simulator adds at issue time: a copy into shared memory that an
+earlier copy still writes (or a bulk store may still read) is a
+:class:`SimulatorError` naming both copies; transaction bytes beyond what a
+phase's ``expect_tx`` announced, once every arrival is in, are reported
+with the issue site of each copy of the phase; a bulk or TMA copy that
+completes on a barrier whose initialising thread did not fence the init
+(``fence_proxy_async`` on shared memory, or ``fence_mbarrier_init``) is an
+error.  ``elect_sync`` converges the warp as ``elect.sync`` does.  When a
+thread stops on an error of its own, that error is raised, not the
+deadlock the other threads then run into.
+
 Barriers keep exact phase, arrival and transaction-byte counts.  A wait
 that can never be satisfied (every thread of the block blocked) raises
 :class:`DeadlockError` naming the barrier, its phase, the expected and
-arrived counts, the transaction bytes and the source line of the wait.
+arrived counts, the transaction bytes and the source line of the wait, then
+every wait the block is blocked in (each barrier with its counts).
 
 The simulator also accepts ``alignment=`` on ``cuda.shared.array`` /
 ``cuda.local.array`` (numba-cuda's simulator rejects it); a shared array
