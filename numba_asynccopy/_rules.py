@@ -160,5 +160,6 @@ src_being_read = _rule(
 barrier_unfenced = _rule(
     "barrier_unfenced",
     "{barrier} is used by the async proxy ({use}) but no fence made its initialisation visible to "
-    "the async proxy: after mbarrier_init, call fence_mbarrier_init() (or fence_proxy_async("
-    "\"shared::cta\")), then cuda.syncthreads(), before the first copy that completes on it")
+    "the async proxy: after mbarrier_init, the initialising thread calls fence_proxy_async("
+    "\"shared::cta\") (fence_mbarrier_init() for a barrier other CTAs use too), then "
+    "cuda.syncthreads(), before the first copy that completes on it")

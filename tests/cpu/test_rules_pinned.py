@@ -104,9 +104,10 @@ PINNED: dict[str, list[tuple[dict, str]]] = {
     "barrier_unfenced": [
         (dict(barrier="the barrier (bars, byte offset 0)", use="cp_async_bulk_g2s"),
          "the barrier (bars, byte offset 0) is used by the async proxy (cp_async_bulk_g2s) but "
-         "no fence made its initialisation visible to the async proxy: after mbarrier_init, call "
-         "fence_mbarrier_init() (or fence_proxy_async(\"shared::cta\")), then "
-         "cuda.syncthreads(), before the first copy that completes on it"),
+         "no fence made its initialisation visible to the async proxy: after mbarrier_init, the "
+         "initialising thread calls fence_proxy_async(\"shared::cta\") (fence_mbarrier_init() "
+         "for a barrier other CTAs use too), then cuda.syncthreads(), before the first copy that "
+         "completes on it"),
     ],
     "tensor_map_words": [
         (dict(words=4, need=16), "`tensor_map` has 4 words, not the 16 of an ac.TensorMap buffer"),

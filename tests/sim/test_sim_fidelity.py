@@ -387,6 +387,7 @@ def test_a_barrier_used_by_the_async_proxy_without_the_init_fence_is_an_error(fe
     with pytest.raises(ac.sim.SimulatorError, match=r"cp_async_bulk_tensor_load: the barrier "
                        r"\(shared array allocated at .*\) is used by the async proxy "
                        r"\(cp_async_bulk_tensor_load\) but no fence made its initialisation "
-                       r"visible to the async proxy: after mbarrier_init, call "
-                       r"fence_mbarrier_init\(\) \(or fence_proxy_async\(\"shared::cta\"\)\)"):
+                       r"visible to the async proxy: after mbarrier_init, the initialising "
+                       r"thread calls fence_proxy_async\(\"shared::cta\"\) "
+                       r"\(fence_mbarrier_init\(\) for a barrier other CTAs use too\)"):
         _tma_once(fence)[1, 32](ac.TensorMap(cuda.to_device(a), (8, 32)), np.zeros_like(a))
