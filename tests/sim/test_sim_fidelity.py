@@ -391,3 +391,19 @@ def test_a_barrier_used_by_the_async_proxy_without_the_init_fence_is_an_error(fe
                        r"thread calls fence_proxy_async\(\"shared::cta\"\) "
                        r"\(fence_mbarrier_init\(\) for a barrier other CTAs use too\)"):
         _tma_once(fence)[1, 32](ac.TensorMap(cuda.to_device(a), (8, 32)), np.zeros_like(a))
+
+
+# --- 5. the interleaving seed ------------------------------------------------------------------------
+
+
+def test_seed_is_set_restored_and_validated():
+    before = ac.sim.get_seed()
+    with ac.sim.seed(11):
+        assert ac.sim.get_seed() == 11
+        with ac.sim.seed(None):
+            assert ac.sim.get_seed() is None
+        assert ac.sim.get_seed() == 11
+    assert ac.sim.get_seed() == before
+    for bad in ("3", 1.5, True):
+        with pytest.raises(ValueError, match="seed must be an int or None"):
+            ac.sim.set_seed(bad)
