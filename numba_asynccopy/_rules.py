@@ -152,3 +152,26 @@ tensor_negative_coord = _rule(
     "tensor_negative_coord",
     "`coords`[{axis}]={coord} is negative; tensor stores and reductions need coordinates >= 0 "
     "(boxes may still run past the far edges)")
+
+# Asynchronous copies in flight (the simulator, at issue time).
+tx_overflow = _rule(
+    "tx_overflow",
+    "{extra} transaction bytes more than {barrier} expects arrived in phase {phase} (expect_tx "
+    "announced {expected} bytes, copies and complete_tx bring {completed}): the byte count of a "
+    "copy or of expect_tx is wrong (on the GPU the phase never completes, or the extra bytes "
+    "complete a later phase early); the copies of this phase: {copies}")
+dst_in_flight = _rule(
+    "dst_in_flight",
+    "`{name}` ({where}) overlaps the destination of a copy still in flight ({other}): wait for "
+    "that copy (its group or its barrier phase) before copying into its destination again; the "
+    "two copies may land in either order")
+src_being_read = _rule(
+    "src_being_read",
+    "`{name}` ({where}) overlaps the shared source of a bulk store that may still read it "
+    "({other}): call bulk_wait_group(n, read=True) before copying into it")
+barrier_unfenced = _rule(
+    "barrier_unfenced",
+    "{barrier} is used by the async proxy ({use}) but no fence made its initialisation visible to "
+    "the async proxy: after mbarrier_init, the initialising thread calls fence_proxy_async("
+    "\"shared::cta\") (fence_mbarrier_init() for a barrier other CTAs use too), then "
+    "cuda.syncthreads(), before the first copy that completes on it")

@@ -219,8 +219,11 @@ def mbarrier_init(typingctx, bar, count):
     """Initialise the barrier for ``count`` expected arrivals (1..2^20-1).
 
     PTX: ``mbarrier.init.shared.b64 [a], count;`` (sm_80).  Initialise from one
-    thread, then ``cuda.syncthreads()`` (and :func:`fence_mbarrier_init` +
-    a cluster barrier before other CTAs use it).
+    thread, then ``cuda.syncthreads()``.  Before a bulk or TMA copy completes
+    on the barrier (the async proxy), that thread calls
+    ``fence_proxy_async("shared::cta")`` after the inits; before another CTA
+    of the cluster uses it, :func:`fence_mbarrier_init` and a cluster barrier
+    (``cluster_sync``) instead of ``cuda.syncthreads()``.
 
     Example::
 

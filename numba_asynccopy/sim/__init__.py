@@ -34,11 +34,29 @@ cluster=)``); DSMEM, the cluster barrier, remote mbarrier operations, the
 cluster bulk copy and ``multicast_mask`` have their twins (``sim/cluster.py``
 says which orderings the worst-case schedule checks).
 
+Interleaving (:func:`set_seed`, :func:`seed`, or ``NUMBA_ASYNCCOPY_SIM_SEED``):
+under a seed every intrinsic call is a scheduling point where the thread
+yields or falls behind as a generator seeded by the seed, the block and the
+thread decides; the results of a correct kernel do not depend on it, so
+running a test under several seeds finds the ones that do.
+
+Rules the simulator adds at issue time: a copy into shared memory that an
+earlier copy still writes (or a bulk store may still read) is a
+:class:`SimulatorError` naming both copies; transaction bytes beyond what a
+phase's ``expect_tx`` announced, once every arrival is in, are reported
+with the issue site of each copy of the phase; a bulk or TMA copy that
+completes on a barrier whose initialising thread did not fence the init
+(``fence_proxy_async`` on shared memory, or ``fence_mbarrier_init``) is an
+error.  ``elect_sync`` converges the warp as ``elect.sync`` does.  When a
+thread stops on an error of its own, that error is raised, not the
+deadlock the other threads then run into.
+
 Barriers keep exact phase, arrival and transaction-byte counts.  A wait
 that can never be satisfied (every thread of the cluster blocked) raises
 :class:`DeadlockError` naming every blocked wait: the barrier, the CTA that
 owns it, its phase, the expected and arrived counts, the transaction bytes
-and the source line of the wait.  Blocked threads sleep until what they
+and the source line of the wait, so the barrier that really starved is
+visible whichever thread reports.  Blocked threads sleep until what they
 wait for changes (``sim/engine.py``): no polling, no timeouts.
 
 The simulator also accepts ``alignment=`` on ``cuda.shared.array`` /
@@ -63,8 +81,11 @@ from ._runtime import (
     DeadlockError,
     SimulatorError,
     get_schedule,
+    get_seed,
     schedule,
+    seed,
     set_schedule,
+    set_seed,
 )
 
 #: True when numba-cuda's simulator is enabled (read at import)
@@ -173,8 +194,11 @@ __all__ = [
     "SimulatorError",
     "UNSUPPORTED_FAMILIES",
     "get_schedule",
+    "get_seed",
     "implementations",
     "schedule",
+    "seed",
     "set_schedule",
+    "set_seed",
     "supported",
 ]

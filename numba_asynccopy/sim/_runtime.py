@@ -17,8 +17,10 @@ from __future__ import annotations
 from ..host import _numba_sim_internals as _nbsim
 from ..host._numba_sim_internals import address
 from .args import numba_type, unwrap, validate
-from .errors import SIM_PREFIX, DeadlockError, SimulatorError, caller_line, violation, where
-from .schedule import POISON_BYTE, SCHEDULES, eager, get_schedule, schedule, set_schedule
+from .errors import (SIM_PREFIX, DeadlockError, SimulatorError, blocked_waits, caller_line, deadlock,
+                     root_cause, violation, where)
+from .schedule import (POISON_BYTE, SCHEDULES, eager, get_schedule, get_seed, schedule, seed,
+                       set_schedule, set_seed)
 from .state import AsyncOp, Barrier, BlockState, ThreadState, barrier_of, current, describe_shared, space_of
 
 # the private names this module had, for code that reached them here
@@ -44,7 +46,8 @@ def install() -> None:
 
 __all__ = [
     "AsyncOp", "Barrier", "BlockState", "DeadlockError", "POISON_BYTE", "SCHEDULES",
-    "SIM_PREFIX", "SimulatorError", "ThreadState", "address", "barrier_of", "caller_line",
-    "current", "describe_shared", "eager", "get_schedule", "install", "numba_type",
-    "schedule", "set_schedule", "space_of", "unwrap", "validate", "violation", "where",
+    "SIM_PREFIX", "SimulatorError", "ThreadState", "address", "barrier_of", "blocked_waits",
+    "caller_line", "deadlock", "root_cause",
+    "current", "describe_shared", "eager", "get_schedule", "get_seed", "install", "numba_type",
+    "schedule", "seed", "set_schedule", "set_seed", "space_of", "unwrap", "validate", "violation", "where",
 ]

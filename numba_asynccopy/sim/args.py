@@ -10,6 +10,7 @@ import numpy as np
 from numba.core import types
 
 from .constants import refuse_runtime_constants, runtime_value_violation
+from .schedule import jitter
 
 
 def unwrap(x: Any) -> Any:
@@ -78,6 +79,7 @@ def validate(intrinsic: Any, *args: Any, **kwargs: Any) -> tuple[tuple, dict]:
     Raises the same ``TypingError`` (same text) the GPU compile would.
     Returns ``(args, kwargs)`` with simulator arrays unwrapped to numpy.
     """
+    jitter()  # every intrinsic call is a scheduling point under a seed
     args = tuple(unwrap(a) for a in args)
     kwargs = {k: unwrap(v) for k, v in kwargs.items()}
     # numba.typeof of an array or a tuple costs about 0.1 ms: a kernel calling

@@ -36,7 +36,9 @@ import numpy as np
 
 from .. import _rules
 from . import _runtime as rt
+from . import mbarrier as _mb
 from ._mirror import mirrors
+from . import cp_async as _cp
 from .cp_async import _bytes
 from .cp_async import _check_views as _check_chunk_views
 
@@ -153,6 +155,7 @@ def _issue(th: rt.ThreadState, blk: rt.BlockState, op: BulkOp) -> None:
             op.land()
         else:
             op.poison()
+            _cp._track(blk, op, op.sources, f"{op.api} issued at {op.issued_at}", reads=True)
         th.bulk_uncommitted.append(op)
         blk.changed()
 
@@ -227,7 +230,12 @@ def cp_async_bulk_g2s(dst, src, mbar, *, multicast_mask=None, cache_policy=None)
                       lambda v: _flat_bytes(v, o.whole))
             return
         db = _flat_bytes(d, o.whole)
-        bar.attach(blk, rt.AsyncOp([(db, payload)], tx_bytes=int(d.nbytes)))
+        _mb._check_init_fenced(api, bar)
+        _cp._check_reuse(api, "dst", blk, [db])
+        op = _mb._issued(rt.AsyncOp([(db, payload)], tx_bytes=int(d.nbytes)), api)
+        bar.attach(blk, op)
+        _cp._track(blk, op, [db], op.issued_at)
+        _mb._check_tx_overflow(api, bar)
 
 
 def _s2g(api: str, d, s, o, op: str | None, ptx_type: str | None) -> None:

@@ -586,4 +586,10 @@ def _multicast(api: str, mask, d: np.ndarray, b: np.ndarray, payload: np.ndarray
             continue
         th, oblk, ob, owner, me = _remote_barrier(api, b, rank, "multicast_mask")
         target = _mapped(d, dkey, doff, owner)
-        ob.attach(oblk, rt.AsyncOp([(dst_bytes(target), payload)], tx_bytes=tx_bytes))
+        _mb._check_init_fenced(api, ob)
+        tile = dst_bytes(target)
+        _cp._check_reuse(api, "dst", oblk, [tile])
+        op = _mb._issued(rt.AsyncOp([(tile, payload)], tx_bytes=tx_bytes), api)
+        ob.attach(oblk, op)
+        _cp._track(oblk, op, [tile], op.issued_at)
+        _mb._check_tx_overflow(api, ob)

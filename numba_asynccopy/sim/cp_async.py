@@ -47,6 +47,69 @@ def _check_views(api: str, views, chunk: int) -> None:
                 api, _rules.chunk_counts_differ(a_name=fname, a=na, b_name=oname, b=nb))
 
 
+# --- destinations in flight ------------------------------------------------------------
+#
+# A block keeps the shared regions that asynchronous operations still write
+# (copies not landed: under the worst schedule, until the program waits for
+# them) or still read (bulk stores whose source was not read yet).  A new copy
+# into one of them is a race the hardware resolves either way: an error at
+# issue, naming both copies.
+
+
+def _extent(v: np.ndarray) -> tuple[int, int]:
+    """[lo, hi) byte bounds of view ``v``."""
+    lo = hi = rt.address(v)
+    for n, st in zip(v.shape, v.strides):
+        if n == 0:
+            return lo, lo
+        if st >= 0:
+            hi += (n - 1) * st
+        else:
+            lo += (n - 1) * st
+    return lo, hi + v.itemsize
+
+
+def _addresses(v: np.ndarray) -> np.ndarray:
+    """Every byte address of ``v`` (only computed when two extents overlap)."""
+    idx = np.indices(v.shape).reshape(v.ndim, -1)
+    starts = rt.address(v) + (idx * np.asarray(v.strides)[:, None]).sum(0)
+    return (starts[:, None] + np.arange(v.itemsize)).reshape(-1)
+
+
+def _first_overlap(a: np.ndarray, b: np.ndarray) -> int | None:
+    (alo, ahi), (blo, bhi) = _extent(a), _extent(b)
+    if alo >= bhi or blo >= ahi:
+        return None
+    both = np.intersect1d(_addresses(a), _addresses(b))
+    return int(both[0]) if both.size else None
+
+
+def _in_flight(blk) -> list:
+    return blk.__dict__.setdefault("_ac_in_flight", [])
+
+
+def _track(blk, op, views: list, site: str, reads: bool = False) -> None:
+    """Record that ``op`` writes (``reads``: reads) the shared ``views`` until it lands."""
+    _in_flight(blk).append((op, views, site, reads))
+
+
+def _check_reuse(api: str, name: str, blk, views: list) -> None:
+    """A copy into ``views`` (shared) while an earlier copy still writes an
+    overlapping region, or a bulk store still reads one: a named error."""
+    live = [e for e in _in_flight(blk)
+            if not e[0].landed and not (e[3] and getattr(e[0], "payloads", None) is not None)]
+    _in_flight(blk)[:] = live
+    for op, others, site, reads in live:
+        for v in views:
+            for o in others:
+                hit = _first_overlap(v, o)
+                if hit is None:
+                    continue
+                where = rt.describe_shared(hit)
+                rule = _rules.src_being_read if reads else _rules.dst_in_flight
+                raise rt.violation(api, rule(name=name, where=where, other=site))
+
+
 def _bytes(v: np.ndarray) -> np.ndarray:
     """uint8 view of ``v`` whose last axis is the row's bytes."""
     if v.shape[-1] == 1 and v.strides[-1] != v.itemsize:
@@ -109,10 +172,13 @@ def cp_async(dst, src, chunk_bytes, *, cache=None, prefetch=None, src_size=None,
             pieces.append(piece(tuple(int(i) for i in idx[:-1]), int(idx[-1])))
     op = rt.AsyncOp(pieces)
     with blk.cond:
+        views = [dst for dst, _ in pieces]
+        _check_reuse(api, "dst", blk, views)
         if rt.eager():
             op.land()
         else:
             op.poison()
+            _track(blk, op, views, f"{api} issued at {rt.caller_line()} {rt.where()}")
         th.uncommitted.append(op)
         blk.changed()
 

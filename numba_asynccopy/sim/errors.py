@@ -4,6 +4,7 @@ kernel line that broke a rule."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 
@@ -52,3 +53,105 @@ def caller_line() -> str:
     if f is None:
         return "<unknown>"
     return f"{f.f_code.co_filename}:{f.f_lineno}"
+
+
+# --- deadlocks: the root cause first, then every blocked wait ---------------------
+
+
+def _ids(threads) -> str:
+    """Linear thread ids as ranges: ``0-31, 64``."""
+    ids = sorted(t.thread_id for t in threads)
+    out, i = [], 0
+    while i < len(ids):
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
+            j += 1
+        out.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
+        i = j + 1
+    return ", ".join(out)
+
+
+def _aborted(exc: BaseException) -> bool:
+    # the simulator's own "stop, another thread failed" errors are no causes
+    return isinstance(exc, RuntimeError) and "abort" in str(exc)
+
+
+def root_cause(threads) -> tuple[object, BaseException] | None:
+    """(thread, error) of the lowest thread of ``threads`` that stopped on an
+    error of its own (a rule violation, a Python error in the kernel), not a
+    deadlock it only saw: the error the user must see first."""
+    for t in sorted(threads, key=lambda t: t.thread_id):
+        exc = getattr(t, "exception", None)
+        if exc and not isinstance(exc[0], DeadlockError) and not _aborted(exc[0]):
+            return t, exc[0]
+    return None
+
+
+def blocked_waits(blk) -> str:
+    """Every wait the block's threads are blocked in, grouped: each barrier
+    with its counts and the threads waiting on it (and where), then the
+    other waits, the threads in ``cuda.syncthreads()`` and those that exited."""
+    groups: dict = {}
+    other, sync, gone = [], [], []
+    for t in _nbsim.block_threads(blk.mgr):
+        pred = blk.waiting.get(t)
+        if pred is not None:
+            b = getattr(pred, "barrier", None)
+            key = (id(b), getattr(pred, "what", ""), getattr(pred, "line", ""))
+            if b is None and getattr(pred, "describe", None) is None:
+                other.append(t)
+            else:
+                groups.setdefault(key, (b, pred, []))[2].append(t)
+        elif t.ident is not None and not t.is_alive():
+            gone.append(t)
+        elif _nbsim.syncthreads_blocked(t):
+            sync.append(t)
+    parts = []
+    for b, pred, ts in groups.values():
+        at = f" at {pred.line}" if getattr(pred, "line", "") else ""
+        if b is not None:
+            pend, tx = b.outstanding()
+            # every arrival in, bytes missing: no blocked thread can bring them
+            starved = (f" (starved: every arrival is in but {tx} announced transaction bytes "
+                       "never come)") if pend == 0 and tx > 0 else ""
+            parts.append(f"threads {_ids(ts)} wait{at} for {pred.what} of {b.name()}, in "
+                         f"{b.report()}{starved}")
+        else:
+            parts.append(f"threads {_ids(ts)} wait{at} in {pred.describe()}")
+    if other:
+        parts.append(f"threads {_ids(other)} wait in another blocking call")
+    if sync:
+        parts.append(f"threads {_ids(sync)} wait in cuda.syncthreads()")
+    if gone:
+        parts.append(f"threads {_ids(gone)} have exited")
+    return "; ".join(parts)
+
+
+def deadlock(blk, message: str) -> BaseException:
+    """The error for a wait of ``blk`` that can never be satisfied: when a
+    thread of the block stopped on an error of its own, that error (the wait
+    only failed because of it), else :class:`DeadlockError` with ``message``
+    and every blocked wait of the block (so the barrier that really starved
+    is in the message, whichever thread reports).
+
+    Example::
+
+        raise deadlock(blk, f"{SIM_PREFIX}mbarrier_wait: deadlock: ...")
+    """
+    hit = root_cause(_nbsim.block_threads(blk.mgr))
+    if hit is not None:
+        t, exc = hit
+        # without the "tid=[..] ctaid=[..]: " the simulator put before it
+        text = re.sub(r"^tid=\[[^\]]*\] ctaid=\[[^\]]*\]: ", "", str(exc))
+        text = (f"{text} (first error of the block; {where()} stopped too: its wait can never "
+                "complete after that)")
+        try:
+            return type(exc)(text)
+        except Exception:
+            return SimulatorError(text)
+    # the first thread to see the deadlock lists the waits (the others then
+    # stop one by one and would show as exited)
+    listing = blk.__dict__.get("_ac_blocked")
+    if listing is None:
+        listing = blk._ac_blocked = blocked_waits(blk)
+    return DeadlockError(f"{message}. Blocked in the block: {listing}")

@@ -2,9 +2,13 @@
 
 The simulator's shared and global memory are numpy arrays that every thread
 sees at once, and an asynchronous copy writes its data at the moment it
-lands, so the fences only validate their arguments.  ``elect_sync`` elects
-the lowest lane of ``mask`` that exists in the warp (the GPU elects one
-lane of those active; with converged warps that is the lowest).
+lands, so the fences only validate their arguments.  ``elect_sync``
+converges the warp like ``elect.sync`` does: every lane of ``mask`` waits
+until all of them (those that exist and have not exited) execute it, then
+the lowest is elected, the same lane for every lane of the call.  Without
+that, lanes that were not elected run ahead of the elected one, and a
+warp-specialized ring whose whole producer warp waits on a barrier sees a
+lane fall a phase behind (a false deadlock).
 """
 
 from __future__ import annotations
@@ -12,19 +16,29 @@ from __future__ import annotations
 import sys
 
 from . import _runtime as rt
+from . import mbarrier as _mb
 from ._mirror import mirrors
 
 _dev = sys.modules["numba_asynccopy.fence"]
 
 
-@mirrors(_dev.fence_proxy_async, "no-op.")
+@mirrors(_dev.fence_proxy_async,
+         "orders this thread's earlier ``mbarrier_init`` calls for the async proxy (unless "
+         "``space`` is ``\"global\"``); memory needs no fencing in the simulator.")
 def fence_proxy_async(space=None):
     rt.validate(_dev.fence_proxy_async, space)
+    if space != "global":
+        th, blk = rt.current("fence_proxy_async")
+        with blk.cond:
+            _mb._fence_inits(th, blk)
 
 
-@mirrors(_dev.fence_mbarrier_init, "no-op.")
+@mirrors(_dev.fence_mbarrier_init, "orders this thread's earlier ``mbarrier_init`` calls.")
 def fence_mbarrier_init():
     rt.validate(_dev.fence_mbarrier_init)
+    th, blk = rt.current("fence_mbarrier_init")
+    with blk.cond:
+        _mb._fence_inits(th, blk)
 
 
 @mirrors(_dev.fence_acq_rel_cluster, "no-op.")
@@ -32,10 +46,42 @@ def fence_acq_rel_cluster():
     rt.validate(_dev.fence_acq_rel_cluster)
 
 
-@mirrors(_dev.elect_sync, "elects the lowest lane of ``mask`` that exists in the warp.")
+class _Election:
+    """One execution of ``elect.sync`` by the lanes of ``mask`` in one warp."""
+
+    def __init__(self, mask: int, line: str):
+        self.mask, self.line = mask, line
+        self.arrived = 0  # lanes that reached it (bit per lane)
+        self.leader: int | None = None  # set when it completes
+
+
+def _warp_lanes(blk, warp_base: int) -> list:
+    """lane -> simulated thread of the warp starting at linear id ``warp_base``
+    (None for a lane the block does not have)."""
+    from ..host import _numba_sim_internals as nbsim
+
+    lanes = [None] * 32
+    for t in nbsim.block_threads(blk.mgr):
+        k = t.thread_id - warp_base
+        if 0 <= k < 32:
+            lanes[k] = t
+    return lanes
+
+
+def _exited(t) -> bool:
+    return t is not None and t.ident is not None and not t.is_alive()
+
+
+@mirrors(_dev.elect_sync,
+         "converges the warp as the GPU does: each lane of ``mask`` waits until every lane of "
+         "``mask`` that has not exited executes the call, then the lowest of them is elected "
+         "(the same lane for the same mask every time); a lane outside ``mask``, or lanes of one "
+         "warp meeting in calls with different masks, is a :class:`SimulatorError`, and a lane "
+         "of ``mask`` that never comes is a :class:`DeadlockError` naming the missing lanes.")
 def elect_sync(mask=0xFFFFFFFF):
     api = "elect_sync"
     rt.validate(_dev.elect_sync, mask)
+    line = rt.caller_line()
     th, blk = rt.current(api)
     m = int(mask) & 0xFFFFFFFF
     tid = th.thread.thread_id
@@ -43,6 +89,51 @@ def elect_sync(mask=0xFFFFFFFF):
     exists = (1 << min(32, blk.nthreads - warp_base)) - 1
     if not (m >> lane) & 1:
         raise rt.violation(api, f"lane {lane} executes elect.sync but is not in `mask`=0x{m:08x}")
-    live = m & exists
-    leader = (live & -live).bit_length() - 1
-    return lane == leader
+    with blk.cond:
+        # per warp: the elections still gathering their lanes, by mask
+        open_ = blk.__dict__.setdefault("_ac_elections", {}).setdefault(warp_base, {})
+        for other in open_.values():
+            if other.mask != m and (other.mask >> lane) & 1:
+                waiting = [k for k in range(32) if (other.arrived >> k) & 1]
+                raise rt.violation(
+                    api, f"lane {lane} executes elect.sync with `mask`=0x{m:08x} at {line} while "
+                    f"lanes {waiting} of its warp wait in elect.sync with `mask`=0x{other.mask:08x} "
+                    f"at {other.line}: every lane of a membermask must execute the same elect.sync "
+                    "with the same mask")
+        e = open_.get(m)
+        if e is None:
+            e = open_[m] = _Election(m, line)
+        e.arrived |= 1 << lane
+        lanes = _warp_lanes(blk, warp_base)
+
+        def missing() -> int:
+            """Lanes of the mask that exist, have not arrived and have not exited."""
+            out = 0
+            for k in range(32):
+                if (m & exists) >> k & 1 and not (e.arrived >> k) & 1 and not _exited(lanes[k]):
+                    out |= 1 << k
+            return out
+
+        def done() -> bool:
+            if e.leader is None and not missing():
+                here = e.arrived
+                e.leader = (here & -here).bit_length() - 1  # deterministic: the lowest lane
+                if open_.get(m) is e:
+                    del open_[m]
+                blk.changed()
+            return e.leader is not None
+
+        def deadlock():
+            gone = missing()
+            raise rt.deadlock(blk, 
+                f"{rt.SIM_PREFIX}{api}: deadlock: every thread of the block is blocked, and lanes "
+                f"{[k for k in range(32) if (gone >> k) & 1]} of `mask`=0x{m:08x} never reach "
+                f"the elect.sync at {line} that lanes "
+                f"{[k for k in range(32) if (e.arrived >> k) & 1]} wait in (elect.sync waits "
+                f"until every lane of its membermask executes it) {rt.where()}")
+
+        done.line = line
+        done.describe = lambda: f"elect.sync (`mask`=0x{m:08x}, warp {warp_base // 32})"
+        blk.changed()
+        blk.block_until(done, deadlock)
+        return lane == e.leader

@@ -18,6 +18,7 @@ import sys
 
 import numpy as np
 
+from .. import _rules
 from . import _runtime as rt
 from ._mirror import mirrors
 
@@ -32,12 +33,56 @@ def _state_phase(state) -> int:
     return int(state) >> 32
 
 
-@mirrors(_dev.mbarrier_init)
+# --- shared checks of the barrier's use (the copy families call them too) ------
+
+
+def _check_tx_overflow(api: str, b: rt.Barrier) -> None:
+    """Every arrival of the phase is in but more transaction bytes completed
+    (or are in flight) than expect_tx announced: a wrong byte count, reported
+    with the copies of the phase and where they were issued."""
+    pend, tx = b.outstanding()
+    if pend != 0 or tx >= 0:
+        return
+    live = [op for op in b.deferred if not op.landed and op.tx_bytes]
+    copies = "; ".join(f"{getattr(op, 'issued_at', 'a copy')} ({op.tx_bytes} bytes)"
+                       for op in live) or "none in flight (complete_tx brought them)"
+    _, flight = b.in_flight()
+    raise rt.violation(api, _rules.tx_overflow(
+        extra=-tx, barrier=b.name(), phase=b.phase, expected=b.tx_expected,
+        completed=b.tx_completed + flight, copies=copies))
+
+
+def _issued(op: rt.AsyncOp, api: str) -> rt.AsyncOp:
+    """Record where ``op`` was issued (file:line of the kernel, thread), for messages."""
+    op.issued_at = f"{api} issued at {rt.caller_line()} {rt.where()}"
+    return op
+
+
+def _check_init_fenced(api: str, b: rt.Barrier) -> None:
+    """The async proxy (a bulk or TMA copy completing on ``b``) may use a
+    barrier only after its initialising thread fenced the init
+    (``fence_proxy_async`` on shared memory, or ``fence_mbarrier_init``)."""
+    if not getattr(b, "fenced", True):
+        raise rt.violation(api, _rules.barrier_unfenced(barrier=b.name(), use=api))
+
+
+def _fence_inits(th: rt.ThreadState, blk: rt.BlockState) -> None:
+    """A fence by this thread orders every mbarrier_init it did before."""
+    for b in blk.barriers.values():
+        if getattr(b, "init_by", None) is th:
+            b.fenced = True
+
+
+@mirrors(_dev.mbarrier_init,
+         "records the initialising thread: a bulk or TMA copy that completes on the barrier "
+         "before that thread fenced the init (``fence_proxy_async`` on shared memory or "
+         "``fence_mbarrier_init``) is a :class:`SimulatorError`.")
 def mbarrier_init(bar, count):
     (b, n), _ = rt.validate(_dev.mbarrier_init, bar, count)
     th, blk = rt.current("mbarrier_init")
     with blk.cond:
-        rt.barrier_of("mbarrier_init", blk, b, init_count=int(n))
+        bb = rt.barrier_of("mbarrier_init", blk, b, init_count=int(n))
+        bb.init_by, bb.fenced = th, False
         b[0] = 0  # the barrier word: phase 0 (its value is opaque on the GPU)
         blk.changed()
 
@@ -68,6 +113,7 @@ def _arrive(api, bar, count, *, drop=False, no_complete=False, expect=None):
             b.expected -= n
         state = _state(b, b.pending)  # the barrier as it was before this arrive (as on the GPU)
         b.arrive(blk, n, api)
+        _check_tx_overflow(api, b)
         return state
 
 
@@ -122,7 +168,9 @@ def mbarrier_complete_tx(bar, nbytes, *, scope=None):
     (b, n), _ = rt.validate(_dev.mbarrier_complete_tx, bar, nbytes, scope=scope)
     th, blk = rt.current(api)
     with blk.cond:
-        rt.barrier_of(api, blk, b).complete_tx(blk, int(n))
+        bb = rt.barrier_of(api, blk, b)
+        bb.complete_tx(blk, int(n))
+        _check_tx_overflow(api, bb)
 
 
 @mirrors(_dev.mbarrier_arrive_expect_tx, _REMOTE_NOTE)
@@ -155,6 +203,7 @@ def _done_fn(b: rt.Barrier, blk: rt.BlockState, parity: bool, value):
             b.observe(blk)
             return b.phase > ph
     done.key = b  # only a change of this barrier can make it true (sim/engine.py)
+    done.barrier, done.what = b, _what(b, parity, value)  # for the deadlock report
     return done
 
 
@@ -164,9 +213,9 @@ def _what(b: rt.Barrier, parity: bool, value) -> str:
     return f"phase {_state_phase(value)} (state 0x{int(value):016x})"
 
 
-def _deadlock(api: str, b: rt.Barrier, parity: bool, value, line: str):
+def _deadlock(api: str, b: rt.Barrier, parity: bool, value, line: str, blk: rt.BlockState):
     def raise_it():
-        raise rt.DeadlockError(
+        raise rt.deadlock(blk,
             f"{rt.SIM_PREFIX}{api}: deadlock: every thread of the block is blocked, and "
             f"{b.name()} can never complete {_what(b, parity, value)}; it is in "
             f"{b.report()}; waiting at {line} {rt.where()}")
@@ -179,7 +228,9 @@ def _blocking(api: str, bar, value, parity: bool) -> None:
     with blk.cond:
         b = rt.barrier_of(api, blk, bar)
         th.spin = None
-        blk.block_until(_done_fn(b, blk, parity, value), _deadlock(api, b, parity, value, line))
+        done = _done_fn(b, blk, parity, value)
+        done.line = line
+        blk.block_until(done, _deadlock(api, b, parity, value, line, blk))
 
 
 def _poll(api: str, bar, value, parity: bool, blocking: bool) -> bool:
@@ -192,11 +243,12 @@ def _poll(api: str, bar, value, parity: bool, blocking: bool) -> bool:
     with blk.cond:
         b = rt.barrier_of(api, blk, bar)
         done = _done_fn(b, blk, parity, value)
+        done.line = line
         if done():
             th.spin = None
             return True
         key = (line, b.addr, b.phase, bool(parity), int(value))  # a spin loop repeats the call site
-        fail = _deadlock(api, b, parity, value, line)
+        fail = _deadlock(api, b, parity, value, line, blk)
         if th.spin == (key, blk.progress):
             blk.block_until(done, fail)  # raises on a deadlock
             th.spin = None

@@ -164,13 +164,15 @@ def _blocking_wait(api: str, pipe, state, k: int, parity: int, side: str) -> Non
         th.spin = None
 
         def fail():
-            raise rt.DeadlockError(
+            raise rt.deadlock(blk,
                 f"{rt.SIM_PREFIX}pipeline {api}: deadlock: every thread of the block is blocked "
                 f"and {_where(api, pipe, state)} can never become {side}: its full barrier is in "
                 f"{full.report()}; its empty barrier is in {empty.report()}; waiting at {line} "
                 f"{rt.where()}")
 
-        blk.block_until(_mb._done_fn(b, blk, True, parity), fail)
+        done = _mb._done_fn(b, blk, True, parity)
+        done.line = line
+        blk.block_until(done, fail)
 
 
 # --- operations -------------------------------------------------------------------------
@@ -197,6 +199,9 @@ def init(pipe):
         for s in range(c["stages"]):
             _mb.mbarrier_init(bars[s:], full)
             _mb.mbarrier_init(bars[c["stages"] + s:], c["consumers"])
+        if kind == "tma":  # the device's init fences the inits for the copy engine
+            with blk.cond:
+                _mb._fence_inits(th, blk)
     t.syncthreads()
 
 

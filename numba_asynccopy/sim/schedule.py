@@ -1,10 +1,14 @@
 """When simulated asynchronous copies land: the ``"worst"`` and ``"eager"``
-completion schedules, and the poison a destination holds until its copy lands."""
+completion schedules, the poison a destination holds until its copy lands,
+and the interleaving seed that varies the order the simulated threads run in."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import random
+import threading
+import time
 from typing import Iterator
 
 #: every byte of a destination that an asynchronous copy has not yet
@@ -26,10 +30,26 @@ def _env_schedule() -> str:
     return s
 
 
-# ``None``: not read yet.  The environment is read on first use (as checked
+SEED_ENV = "NUMBA_ASYNCCOPY_SIM_SEED"
+
+
+def _env_seed() -> int | None:
+    """``NUMBA_ASYNCCOPY_SIM_SEED``: unset or empty is no seed."""
+    raw = os.environ.get(SEED_ENV)
+    s = (raw or "").strip()
+    if not s:
+        return None
+    try:
+        return int(s)
+    except ValueError:
+        raise ValueError(f"environment variable {SEED_ENV}={raw!r} is not an integer seed") from None
+
+
+# ``None``/``_UNREAD``: not read yet.  The environment is read on first use (as checked
 # mode's variables are), so a bad value is an error naming the variable where
 # the schedule is needed rather than an import that dies.
-_settings: dict = {"schedule": None}
+_UNREAD = object()
+_settings: dict = {"schedule": None, "seed": _UNREAD}
 
 
 def set_schedule(name: str) -> None:
@@ -87,3 +107,78 @@ def schedule(name: str) -> Iterator[None]:
 
 def eager() -> bool:
     return get_schedule() == "eager"
+
+
+# --- the interleaving seed ------------------------------------------------------
+
+def set_seed(seed: int | None) -> None:
+    """Vary the interleaving of the simulated threads with ``seed``.
+
+    With a seed, every intrinsic call is a scheduling point: the calling
+    thread yields, or sleeps up to a millisecond, as a random generator
+    seeded by ``(seed, block, thread)`` decides, so each seed runs the
+    kernel's threads in another order (the operating system's scheduler
+    still adds its own variation: a seed varies the interleaving, it does not
+    replay one).  ``None`` (default) adds no delays.  A correct kernel gives
+    the same result under every seed; one that does not depends on timing.
+    The environment variable ``NUMBA_ASYNCCOPY_SIM_SEED`` sets the initial
+    value.
+
+    Example::
+
+        for s in range(5):
+            with ac.sim.seed(s):
+                kernel[1, 64](a, b)
+    """
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise ValueError(f"seed must be an int or None, got {seed!r}")
+    _settings["seed"] = seed
+
+
+def get_seed() -> int | None:
+    """The interleaving seed (None: no added delays)."""
+    s = _settings["seed"]
+    if s is _UNREAD:
+        s = _settings["seed"] = _env_seed()
+    return s
+
+
+@contextlib.contextmanager
+def seed(value: int | None) -> Iterator[None]:
+    """Context-manager form of :func:`set_seed`; restores the old seed.
+
+    Example::
+
+        with ac.sim.seed(3):
+            kernel[1, 64](a, b)
+    """
+    old = get_seed()
+    set_seed(value)
+    try:
+        yield
+    finally:
+        _settings["seed"] = old
+
+
+_local = threading.local()
+
+
+def jitter() -> None:
+    """A scheduling point (every intrinsic call): under a seed, yield or
+    sleep as this thread's seeded generator says."""
+    s = _settings["seed"]
+    if s is _UNREAD:
+        s = get_seed()
+    if s is None:
+        return
+    rng = getattr(_local, "rng", None)
+    if rng is None or _local.seed != s:
+        t = threading.current_thread()
+        who = (tuple(getattr(t, "blockIdx", ())), tuple(getattr(t, "threadIdx", ())))
+        rng = _local.rng = random.Random(f"{s}:{who}")
+        _local.seed = s
+    r = rng.random()
+    if r < 0.25:
+        time.sleep(0)  # let another thread run
+    elif r < 0.30:
+        time.sleep(rng.random() * 1e-3)  # fall behind

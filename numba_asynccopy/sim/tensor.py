@@ -31,6 +31,8 @@ import numpy as np
 from .. import _rules
 from ..host import tensor_map as _tm
 from . import _runtime as rt
+from . import cp_async as _cp
+from . import mbarrier as _mb
 from ._mirror import mirrors
 from .bulk import BulkOp, _check_mbar, _check_space, _combine, _issue
 
@@ -219,7 +221,13 @@ def cp_async_bulk_tensor_load(dst, tensor_map, coords, mbar, *, multicast_mask=N
 
             _multicast(api, kw["multicast_mask"], d, b, payload, spec.box_bytes, _tile_bytes)
             return
-        bar.attach(blk, rt.AsyncOp([(_tile_bytes(d), payload)], tx_bytes=spec.box_bytes))
+        _mb._check_init_fenced(api, bar)
+        tile = _tile_bytes(d)
+        _cp._check_reuse(api, "dst", blk, [tile])
+        op = _mb._issued(rt.AsyncOp([(tile, payload)], tx_bytes=spec.box_bytes), api)
+        bar.attach(blk, op)
+        _cp._track(blk, op, [tile], op.issued_at)
+        _mb._check_tx_overflow(api, bar)
 
 
 def _store(api, m, cs, s, o, dtype_code=None):

@@ -98,6 +98,35 @@ PINNED: dict[str, list[tuple[dict, str]]] = {
         (dict(a_name="dst", a=256, b_name="src", b=512), "`dst` has 256 bytes, `src` has 512"),
         (dict(a_name="dst", a="%lld", b_name="src", b="%lld"), "`dst` has %lld bytes, `src` has %lld"),
     ],
+    "tx_overflow": [
+        (dict(extra=16, barrier="the barrier (bars, byte offset 0)", phase=2, expected=240,
+              completed=256, copies="cp_async_bulk_g2s issued at k.py:9 (256 bytes)"),
+         "16 transaction bytes more than the barrier (bars, byte offset 0) expects arrived in "
+         "phase 2 (expect_tx announced 240 bytes, copies and complete_tx bring 256): the byte "
+         "count of a copy or of expect_tx is wrong (on the GPU the phase never completes, or the "
+         "extra bytes complete a later phase early); the copies of this phase: cp_async_bulk_g2s "
+         "issued at k.py:9 (256 bytes)"),
+    ],
+    "dst_in_flight": [
+        (dict(name="dst", where="sh, byte offset 0", other="cp_async issued at k.py:7"),
+         "`dst` (sh, byte offset 0) overlaps the destination of a copy still in flight "
+         "(cp_async issued at k.py:7): wait for that copy (its group or its barrier phase) before "
+         "copying into its destination again; the two copies may land in either order"),
+    ],
+    "src_being_read": [
+        (dict(name="dst", where="sh, byte offset 64", other="cp_async_bulk_s2g issued at k.py:8"),
+         "`dst` (sh, byte offset 64) overlaps the shared source of a bulk store that may still "
+         "read it (cp_async_bulk_s2g issued at k.py:8): call bulk_wait_group(n, read=True) "
+         "before copying into it"),
+    ],
+    "barrier_unfenced": [
+        (dict(barrier="the barrier (bars, byte offset 0)", use="cp_async_bulk_g2s"),
+         "the barrier (bars, byte offset 0) is used by the async proxy (cp_async_bulk_g2s) but "
+         "no fence made its initialisation visible to the async proxy: after mbarrier_init, the "
+         "initialising thread calls fence_proxy_async(\"shared::cta\") (fence_mbarrier_init() "
+         "for a barrier other CTAs use too), then cuda.syncthreads(), before the first copy that "
+         "completes on it"),
+    ],
     "tensor_map_words": [
         (dict(words=4, need=16), "`tensor_map` has 4 words, not the 16 of an ac.TensorMap buffer"),
     ],

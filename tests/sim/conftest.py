@@ -30,3 +30,21 @@ def pytest_collection_modifyitems(config, items):
 
 
 # the worst-case schedule for every test: tests/conftest.py (_worst_schedule)
+
+
+def interleaving_seeds() -> list[int]:
+    """The interleaving seeds a seeded simulator test runs under:
+    ``NUMBA_ASYNCCOPY_SIM_SEEDS`` (comma-separated), default 1,2,3.  (A
+    whole run under one seed: ``NUMBA_ASYNCCOPY_SIM_SEED=N``.)"""
+    raw = os.environ.get("NUMBA_ASYNCCOPY_SIM_SEEDS", "1,2,3")
+    return [int(s) for s in raw.split(",") if s.strip()]
+
+
+@pytest.fixture(params=interleaving_seeds(), ids=lambda s: f"seed{s}")
+def interleaving(request):
+    """Run the test under each interleaving seed (``ac.sim.seed``): a test
+    taking this fixture must give the same result under every one."""
+    import numba_asynccopy as ac
+
+    with ac.sim.seed(request.param):
+        yield request.param

@@ -4,6 +4,8 @@ protocol is a named error (operation, slot, phase, counts)."""
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -340,8 +342,11 @@ def test_stage_whose_copies_carry_other_bytes_than_armed():
     with pytest.raises(ac.sim.SimulatorError) as e:
         wrong_copies[1, 32 + CONS](rand(64), True)
     msg = str(e.value)
-    assert "pipeline producer_commit" in msg, msg
-    assert "the stage's copies carry 256 bytes but the pipeline armed 128" in msg
+    # reported at the raw copy that brought the bytes the phase never expected
+    assert "cp_async_bulk_g2s: 128 transaction bytes more than the barrier" in msg, msg
+    assert "(expect_tx announced 128 bytes, copies and complete_tx bring 256)" in msg
+    line = inspect.getsourcelines(wrong_copies.py_func)[1] + 12  # the raw cp_async_bulk_g2s
+    assert f"cp_async_bulk_g2s issued at {__file__}:{line}" in msg, msg
 
 
 @cuda.jit

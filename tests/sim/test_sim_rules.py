@@ -162,5 +162,5 @@ def test_every_simulator_function_documents_an_example():
         doc = inspect.getdoc(getattr(ac, name)) or ""
         assert "Example::" in doc, name
         assert getattr(ac, name).__module__.startswith("numba_asynccopy.sim."), name
-    for name in ("set_schedule", "schedule"):
+    for name in ("set_schedule", "schedule", "set_seed", "seed"):
         assert "Example::" in (inspect.getdoc(getattr(ac.sim, name)) or "")
