@@ -9,7 +9,7 @@ import numba
 import numpy as np
 from numba.core import types
 
-from .constants import refuse_runtime_constants, runtime_value_violation
+from .constants import PROCEED, refuse_runtime_constants, runtime_value_violation
 from .schedule import jitter
 
 
@@ -101,8 +101,11 @@ def validate(intrinsic: Any, *args: Any, **kwargs: Any) -> tuple[tuple, dict]:
             intrinsic._defn(None, *targs, **dict(tkw))
         except Exception as e:
             # a run-time value out of range: checked mode's trap on the GPU, not a compile error
-            raise runtime_value_violation(intrinsic, targs, dict(tkw), args, kwargs, e) or e
-        _typing_cache[key] = True
+            v = runtime_value_violation(intrinsic, targs, dict(tkw), args, kwargs, e)
+            if v is not PROCEED:
+                raise v or e
+        else:
+            _typing_cache[key] = True
     # a run-time value where the GPU needs a constant: the GPU compile's error
     refuse_runtime_constants(intrinsic, targs, dict(tkw), args, kwargs)
     return args, kwargs

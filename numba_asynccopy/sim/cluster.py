@@ -574,6 +574,8 @@ def _multicast(api: str, mask, d: np.ndarray, b: np.ndarray, payload: np.ndarray
               tx_bytes: int, dst_bytes) -> None:
     """Deliver ``payload`` to the same ``d`` and barrier ``b`` in every CTA of
     ``mask`` (caller holds the lock)."""
+    from . import cp_async as _cp, mbarrier as _mb  # they import this module
+
     th, blk, cl, me = _ctx(api)
     m = int(mask) & 0xFFFF
     n = cl.size

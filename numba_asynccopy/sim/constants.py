@@ -209,6 +209,11 @@ def _type_at_run_time(intrinsic: Any, targs: list, tkw: dict) -> None:
     intrinsic._defn(None, *targs, **tkw)
 
 
+#: returned by :func:`runtime_value_violation`: let the twin check the value
+PROCEED = object()
+_RANK_NAMES = ("cta_rank", "rank", "remote_cta_id")
+
+
 def runtime_value_violation(intrinsic: Any, targs: tuple, tkw: dict, args: tuple, kwargs: dict,
                             err: Exception) -> Exception | None:
     """The typing (on literal types) refused a value.  When that value is a
@@ -224,16 +229,19 @@ def runtime_value_violation(intrinsic: Any, targs: tuple, tkw: dict, args: tuple
         return None
     pos = _positions(intrinsic)
     new_args, new_kw, changed = list(targs), dict(tkw), False
+    changed_names: list = []
     for name in names:
         i = pos.get(name, len(targs))
         if i < len(targs):
             rt = _runtime_type(args[i])
             if rt is not None and isinstance(targs[i], types.Literal):
                 new_args[i], changed = rt, True
+                changed_names.append(name)
         elif name in new_kw:
             rt = _runtime_type(kwargs.get(name))
             if rt is not None and isinstance(new_kw[name], types.Literal):
                 new_kw[name], changed = rt, True
+                changed_names.append(name)
     if not changed:
         return None
     try:
@@ -243,6 +251,10 @@ def runtime_value_violation(intrinsic: Any, targs: tuple, tkw: dict, args: tuple
     from ._mirror import device_function
     from .errors import violation
 
+    if changed_names and all(n in _RANK_NAMES for n in changed_names):
+        # a run-time rank: the twin checks it against *this* cluster, in
+        # checked mode's words (the constant rule, 0..15, is the compiler's)
+        return PROCEED
     api = device_function(intrinsic).__name__
     text = str(err)
     return violation(api, text[len(api) + 2:] if text.startswith(f"{api}: ") else text)

@@ -154,4 +154,8 @@ def deadlock(blk, message: str) -> BaseException:
     listing = blk.__dict__.get("_ac_blocked")
     if listing is None:
         listing = blk._ac_blocked = blocked_waits(blk)
+    if not listing:
+        # the launch loop (sim/engine.py) tracks the waiters itself and lists
+        # every blocked wait of the block or cluster after this message
+        return DeadlockError(message)
     return DeadlockError(f"{message}. Blocked in the block: {listing}")

@@ -215,10 +215,14 @@ def _what(b: rt.Barrier, parity: bool, value) -> str:
 
 def _deadlock(api: str, b: rt.Barrier, parity: bool, value, line: str, blk: rt.BlockState):
     def raise_it():
+        pend, tx = b.outstanding()
+        # every arrival in, bytes missing: no blocked thread can bring them
+        starved = (f" (starved: every arrival is in but {tx} announced transaction bytes "
+                   "never come)") if pend == 0 and tx > 0 else ""
         raise rt.deadlock(blk,
             f"{rt.SIM_PREFIX}{api}: deadlock: every thread of the block is blocked, and "
             f"{b.name()} can never complete {_what(b, parity, value)}; it is in "
-            f"{b.report()}; waiting at {line} {rt.where()}")
+            f"{b.report()}{starved}; waiting at {line} {rt.where()}")
     return raise_it
 
 

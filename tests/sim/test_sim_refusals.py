@@ -52,8 +52,11 @@ def constants_in_every_spelling(A, out, n):
     sh = cuda.shared.array((32, 4), np.float32, alignment=16)
     t = cuda.threadIdx.x
     c = 16  # assigned once from a constant: Numba types it as a literal
+    # each copy waited before the next reuses its destination
     ac.cp_async(sh[t, :], A[t, :], c)
+    ac.wait_all()
     ac.cp_async(sh[t, :], A[t, :], CHUNK)
+    ac.wait_all()
     ac.cp_async(sh[t, :], A[t, :], 8 * 2, src_size=n)  # src_size may be a run-time value
     ac.commit_group()
     ac.wait_group(n - n)  # a run-time depth is allowed
@@ -192,6 +195,7 @@ def constants_through_names(A, out, n):
     c, d = 16, 8
     out[c - 16] = 0  # read as an index: still one assignment of a constant
     ac.cp_async(sh[t, :], A[t, :], c)
+    ac.wait_all()  # before the next copy reuses the destination
     ac.cp_async(sh[t, 0:2], A[t, 0:2], d)
     ac.wait_all()
     out[t] = sh[t, 0]
