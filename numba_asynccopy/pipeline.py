@@ -180,6 +180,11 @@ def _consts(pipe) -> dict:
             if isinstance(t, types.Literal)}
 
 
+def _solo(pipe) -> bool:
+    """A tma pipeline run by one thread (``consumers=0``): no empty barriers."""
+    return _consts(pipe).get("consumers", 1) == 0
+
+
 def _check_state(api: str, state) -> None:
     if not (isinstance(state, types.BaseNamedTuple) and state.instance_class is PipelineState):
         raise TypingError(
@@ -194,8 +199,9 @@ def _describe(kind: str, c: dict) -> str:
     if kind == "cp_async":
         return (f"cp_async pipeline ({c['stages']} stages, {c['producers']} producers, "
                 f"{c['consumers']} consumers)")
+    who = f"{c['consumers']} consumers" if c["consumers"] else "run by one thread"
     return (f"tma pipeline ({c['stages']} stages, {c['copies']} cop{'y' if c['copies'] == 1 else 'ies'} "
-            f"per stage, {c['consumers']} consumers)")
+            f"per stage, {who})")
 
 
 BARS = types.Array(types.uint64, 1, "C")
@@ -328,6 +334,14 @@ def tma_pipeline(typingctx, bars, stages, consumers, copies=1):
     - ``consumers``: arrivals that release a stage: the threads that call
       ``consumer_release`` for every stage (all consumer threads, or one lane
       per consumer warp after a ``cuda.syncwarp()``: then the warp count).
+      ``consumers=0``: ONE thread runs the whole ring (it issues the copies
+      and consumes the slots, for example with bulk stores) and frees a slot
+      by its own program order (``bulk_wait_group(..., read=True)`` after
+      the store that read it), so there are no empty barriers: ``bars``
+      needs only ``stages`` barriers (``cuda.shared.array(STAGES,
+      np.uint64)``), and ``producer_acquire``, ``consumer_release`` and
+      ``producer_tail`` emit nothing (the simulator still checks their
+      order: a slot acquired again before its release is an error).
     - ``copies``: copies issued into every stage through :func:`copy_bulk` /
       :func:`copy_tensor` (one thread issues them, usually the elected lane
       of a producer warp).  Each copy arrives on the slot's barrier with its
@@ -343,7 +357,7 @@ def tma_pipeline(typingctx, bars, stages, consumers, copies=1):
     api = "tma_pipeline"
     _check_bars(api, bars)
     s = _count(api, "stages", stages, 1, MAX_STAGES)
-    c = _count(api, "consumers", consumers, 1, MAX_COUNT)
+    c = _count(api, "consumers", consumers, 0, MAX_COUNT)
     n = _count(api, "copies", copies, 1, MAX_COUNT)
     ret = types.NamedTuple([BARS, types.literal(s), types.literal(c), types.literal(n)], TmaPipeline)
 
@@ -501,7 +515,8 @@ def init(typingctx, pipe):
     full = c["producers"] if kind == "cp_async" else c["copies"]
     empty = c["consumers"]
     threads = c["consumers"] + (c["producers"] if kind == "cp_async" else 1)
-    need = 2 * stages
+    solo = empty == 0  # a tma ring run by one thread: full barriers only
+    need = stages if solo else 2 * stages
     tx = kind == "tma"
 
     def impl(pipe):
@@ -509,7 +524,8 @@ def init(typingctx, pipe):
         if cuda.threadIdx.x == 0 and cuda.threadIdx.y == 0 and cuda.threadIdx.z == 0:
             for s in range(stages):
                 mbarrier_init(_at(pipe.bars, s), full)
-                mbarrier_init(_at(pipe.bars, stages + s), empty)
+                if not solo:
+                    mbarrier_init(_at(pipe.bars, stages + s), empty)
             if tx:
                 fence_proxy_async("shared::cta")  # the inits, before the copy engine sees them
         cuda.syncthreads()
@@ -576,7 +592,7 @@ def producer_acquire(typingctx, pipe, state):
     kind = _pipe_kind("producer_acquire", pipe)
     _check_state("producer_acquire", state)
     sig = types.void(pipe, state)
-    if kind == "group":
+    if kind == "group" or _solo(pipe):
         return sig, _lower(_nothing)
     c = _consts(pipe)
     stages, desc = c["stages"], _describe(kind, c)
@@ -602,9 +618,10 @@ def producer_try_acquire(typingctx, pipe, state):
     """
     kind = _pipe_kind("producer_try_acquire", pipe)
     _check_state("producer_try_acquire", state)
-    if kind == "group":
-        raise TypingError("producer_try_acquire: a group pipeline has nothing to test (its "
-                          "producer_acquire never waits); use producer_acquire")
+    if kind == "group" or _solo(pipe):
+        raise TypingError("producer_try_acquire: a group pipeline or a tma pipeline run by one "
+                          "thread (consumers=0) has nothing to test (its producer_acquire never "
+                          "waits); use producer_acquire")
     stages = _consts(pipe)["stages"]
 
     def impl(pipe, state):
@@ -707,7 +724,7 @@ def consumer_release(typingctx, pipe, state):
     kind = _pipe_kind("consumer_release", pipe)
     _check_state("consumer_release", state)
     sig = types.void(pipe, state)
-    if kind == "group":
+    if kind == "group" or _solo(pipe):
         return sig, _lower(_nothing)
     stages = _consts(pipe)["stages"]
 
@@ -732,6 +749,8 @@ def producer_tail(typingctx, pipe, state):
     sig = types.void(pipe, state)
     if kind == "group":
         return sig, _lower(_wait_all)
+    if _solo(pipe):
+        return sig, _lower(_nothing)
     c = _consts(pipe)
     stages, desc = c["stages"], _describe(kind, c)
     last = np.uint32(stages - 1)

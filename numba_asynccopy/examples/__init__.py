@@ -7,7 +7,8 @@ the Numba signature it is compiled for, so it can be compiled without a GPU
 
 - ``seeds``: the cp.async examples of the seed documents.
 - ``staged_copy``: global -> shared (cp.async, N stages) -> global.
-- ``sgemm``: float32 SIMT SGEMM, synchronous shared loads or a cp.async pipeline.
+- ``sgemm``: float32 SIMT SGEMM, synchronous shared loads or a cp.async ring on
+  ``ac.pipeline``; ``sgemm_manual``: the same with the ring written by hand.
 - ``stencil``: 2-D 5-point stencil with cp.async halo tiles, and a plain version.
 - ``exchange``: a cluster neighbour exchange through distributed shared memory
   (cluster bulk copy) and the same exchange through global memory.

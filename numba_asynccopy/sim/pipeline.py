@@ -145,6 +145,12 @@ def _thread_rec(api: str, pipe) -> dict:
                                         "bytes": {}, "acquired": -1, "commits": 0})
 
 
+def _solo(pipe) -> bool:
+    """A tma pipeline run by one thread (``consumers=0``): no empty barriers;
+    the thread frees a slot by its own order, checked like a group pipeline's."""
+    return isinstance(pipe, TmaPipeline) and pipe.consumers == 0
+
+
 def _bar(pipe, k: int) -> np.ndarray:
     return rt.unwrap(pipe.bars)[k:]
 
@@ -160,15 +166,16 @@ def _blocking_wait(api: str, pipe, state, k: int, parity: int, side: str) -> Non
     with blk.cond:
         b = rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, k))
         full = rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, i))
-        empty = rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, pipe.stages + i))
+        empty = (None if _solo(pipe) else
+                 rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, pipe.stages + i)))
         th.spin = None
 
         def fail():
+            second = "" if empty is None else f"; its empty barrier is in {empty.report()}"
             raise rt.DeadlockError(
                 f"{rt.SIM_PREFIX}pipeline {api}: deadlock: every thread of the block is blocked "
                 f"and {_where(api, pipe, state)} can never become {side}: its full barrier is in "
-                f"{full.report()}; its empty barrier is in {empty.report()}; waiting at {line} "
-                f"{rt.where()}")
+                f"{full.report()}{second}; waiting at {line} {rt.where()}")
 
         blk.block_until(_mb._done_fn(b, blk, True, parity), fail)
 
@@ -183,9 +190,10 @@ def init(pipe):
         return
     c = _consts(pipe)
     bars = rt.unwrap(pipe.bars)
-    if bars.size < 2 * c["stages"]:
+    need = c["stages"] if _solo(pipe) else 2 * c["stages"]
+    if bars.size < need:
         raise rt.violation("pipeline init", f"`bars` holds {bars.size} barriers; a {_desc(pipe)} "
-                           f"needs {2 * c['stages']}")
+                           f"needs {need}")
     th, blk = rt.current("pipeline init")
     threads = c["consumers"] + (c["producers"] if kind == "cp_async" else 1)
     if blk.nthreads < threads:
@@ -196,7 +204,8 @@ def init(pipe):
         full = c["producers"] if kind == "cp_async" else c["copies"]
         for s in range(c["stages"]):
             _mb.mbarrier_init(bars[s:], full)
-            _mb.mbarrier_init(bars[c["stages"] + s:], c["consumers"])
+            if not _solo(pipe):
+                _mb.mbarrier_init(bars[c["stages"] + s:], c["consumers"])
     t.syncthreads()
 
 
@@ -234,10 +243,10 @@ def producer_acquire(pipe, state):
         raise _fail(api, pipe, state, f"second producer_acquire of a slot still in use: this thread "
                     f"already acquired state step {rec['acquired']} (advance the state after each "
                     "stage)")
-    if kind == "group" and i in rec["filled"]:
+    if (kind == "group" or _solo(pipe)) and i in rec["filled"]:
         raise _fail(api, pipe, state, "second producer_acquire of a slot still in use: the fill of "
                     f"state step {rec['filled'][i]} was not consumer_release'd by this thread")
-    if kind != "group":
+    if kind != "group" and not _solo(pipe):
         _blocking_wait(api, pipe, state, pipe.stages + i, p, "free (its consumers never release it)")
     _acquired(rec, i, c)
 
@@ -251,8 +260,9 @@ def _acquired(rec: dict, i: int, c: int) -> None:
 @mirrors(_dev.producer_try_acquire, _NOTES["producer_try_acquire"])
 def producer_try_acquire(pipe, state):
     api = "producer_try_acquire"
-    if _kind(api, pipe) == "group":
-        raise TypeError("producer_try_acquire: a group pipeline has nothing to test")
+    if _kind(api, pipe) == "group" or _solo(pipe):
+        raise TypeError("producer_try_acquire: a group pipeline or a tma pipeline run by one "
+                        "thread (consumers=0) has nothing to test")
     i, p, c = _state(api, state)
     rec = _thread_rec(api, pipe)
     if i in rec["open"] or c <= rec["acquired"]:
@@ -329,6 +339,8 @@ def producer_commit(pipe, state):
                 raise _fail(api, pipe, state, f"{n} cop{'y' if n == 1 else 'ies'} ({armed} bytes) "
                             f"issued into the stage, but the pipeline was built for copies="
                             f"{pipe.copies}: the stage would never complete")
+            if _solo(pipe):
+                rec["filled"][i] = c
             return
         pend, _ = b.outstanding()
         if pend < 1 or b.phase != c // pipe.stages:
@@ -386,7 +398,7 @@ def consumer_release(pipe, state):
         raise _fail(api, pipe, state, "consumer_release without a consumer_wait of this state "
                     "in this thread")
     del rec["waited"][i]
-    if kind == "group":
+    if kind == "group" or _solo(pipe):
         prod = rec["filled"].get(i)
         if prod is not None and prod <= c:
             del rec["filled"][i]
@@ -408,6 +420,8 @@ def producer_tail(pipe, state):
     if _kind(api, pipe) == "group":
         _cp.wait_all()
         return
+    if _solo(pipe):
+        return  # the thread's own order freed its slots
     for _ in range(pipe.stages):
         i, p, _c = _state(api, state)
         _blocking_wait(api, pipe, state, pipe.stages + i, p, "free (its consumers never release it)")

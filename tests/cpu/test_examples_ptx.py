@@ -15,6 +15,7 @@ from numba import cuda, types
 from numba_asynccopy import toolchain
 from numba_asynccopy.examples import exchange as ex
 from numba_asynccopy.examples import sgemm as sg
+from numba_asynccopy.examples import sgemm_manual as sgm
 from numba_asynccopy.examples import staged_copy as sc
 from numba_asynccopy.examples import stencil as st
 from numba_asynccopy import load4, store4, view4
@@ -29,6 +30,8 @@ def ptx(key):
         return cuda.compile_ptx(sc.make_staged_copy(*params), sc.SIGNATURE, cc=(9, 0))[0]
     if kind == "sgemm":
         return cuda.compile_ptx(sg.make_sgemm(*params), sg.SIGNATURE, cc=(9, 0))[0]
+    if kind == "sgemm_manual":
+        return cuda.compile_ptx(sgm.make_sgemm(*params), sg.SIGNATURE, cc=(9, 0))[0]
     if kind == "exchange":
         fn, sig = {"dsmem": (ex.exchange_dsmem, ex.DSMEM_SIGNATURE),
                    "global": (ex.exchange_global, ex.GLOBAL_SIGNATURE),
@@ -145,25 +148,42 @@ def sass_loops(sass: str) -> list[list[str]]:
     return loops
 
 
-@pytest.mark.parametrize("stages", [2, 3, 4])
-def test_sgemm_pipelined_loop_overhead(stages):
-    # Per k-tile: 512 FFMA + 32 LDS.128 and the loop's own work.  With
-    # Numba's int64 loop counter and ring slots that work was 64 instructions
-    # (register-pair adds, 64-bit row multiplies, SR_CgaCtaId reads); with
-    # 32-bit unsigned counters 40-45, the CUDA C++ twin's 38.
+def sgemm_k_loop(kind, stages):
+    """The SASS of the k-loop of the pipelined SGEMM (``kind`` "sgemm": on
+    ac.pipeline, "sgemm_manual": the ring written by hand)."""
     try:
-        cubin, log = toolchain.assemble(ptx(("sgemm", stages)), verbose=True)
+        cubin, log = toolchain.assemble(ptx((kind, stages)), verbose=True)
         sass = toolchain.disassemble(cubin)
     except toolchain.ToolMissing as e:
         pytest.skip(str(e))
     main = [body for body in sass_loops(sass) if any("LDGSTS" in t for t in body)]
     assert len(main) == 1, [len(b) for b in sass_loops(sass)]
-    body = main[0]
+    return main[0]
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+@pytest.mark.parametrize("kind", ["sgemm", "sgemm_manual"])
+def test_sgemm_pipelined_loop_overhead(kind, stages):
+    # Per k-tile: 512 FFMA + 32 LDS.128 and the loop's own work.  With
+    # Numba's int64 loop counter and ring slots that work was 64 instructions
+    # (register-pair adds, 64-bit row multiplies, SR_CgaCtaId reads); with
+    # 32-bit unsigned counters 40-45, the CUDA C++ twin's 38.
+    body = sgemm_k_loop(kind, stages)
     assert sum(1 for t in body if re.search(r"\bFFMA\b", t)) == 512
     assert sum(1 for t in body if "LDS.128" in t) == 32
     overhead = [t for t in body if not re.search(r"\bFFMA\b|LDS\.128", t)]
     assert len(overhead) <= 50, overhead
     assert not [t for t in overhead if "SR_CgaCtaId" in t], overhead
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_sgemm_pipeline_has_no_overhead(stages, capsys):
+    # the ring on ac.pipeline: no more k-loop instructions than written by hand
+    pipe, hand = sgemm_k_loop("sgemm", stages), sgemm_k_loop("sgemm_manual", stages)
+    with capsys.disabled():
+        print(f"\nsgemm stages={stages} k-loop: pipeline {len(pipe)}, hand-written {len(hand)} "
+              "SASS instructions")
+    assert len(pipe) <= len(hand), (len(pipe), len(hand))
 
 
 def test_sgemm_rejects_bad_parameters():
