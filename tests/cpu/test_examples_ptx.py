@@ -17,6 +17,7 @@ from numba_asynccopy.examples import exchange as ex
 from numba_asynccopy.examples import sgemm as sg
 from numba_asynccopy.examples import sgemm_manual as sgm
 from numba_asynccopy.examples import staged_copy as sc
+from numba_asynccopy.examples import staged_copy_manual as scm
 from numba_asynccopy.examples import stencil as st
 from numba_asynccopy import load4, store4, view4
 
@@ -28,6 +29,8 @@ def ptx(key):
     kind, *params = key
     if kind == "copy":
         return cuda.compile_ptx(sc.make_staged_copy(*params), sc.SIGNATURE, cc=(9, 0))[0]
+    if kind == "copy_manual":
+        return cuda.compile_ptx(scm.make_staged_copy(*params), sc.SIGNATURE, cc=(9, 0))[0]
     if kind == "sgemm":
         return cuda.compile_ptx(sg.make_sgemm(*params), sg.SIGNATURE, cc=(9, 0))[0]
     if kind == "sgemm_manual":
@@ -184,6 +187,29 @@ def test_sgemm_pipeline_has_no_overhead(stages, capsys):
         print(f"\nsgemm stages={stages} k-loop: pipeline {len(pipe)}, hand-written {len(hand)} "
               "SASS instructions")
     assert len(pipe) <= len(hand), (len(pipe), len(hand))
+
+
+@pytest.mark.parametrize("cfg", [(4, 16, 256, 2), (3, 16, 128, 2, 4), (4, 16, 128, 1, 16)],
+                         ids=lambda c: "_".join(map(str, c)))
+def test_staged_copy_pipeline_has_no_overhead(cfg, capsys):
+    # the ring on ac.pipeline vs written by hand: the tile loop and the kernel
+    counts = {}
+    for kind in ("copy", "copy_manual"):
+        try:
+            cubin, _ = toolchain.assemble(ptx((kind, *cfg)))
+            sass = toolchain.disassemble(cubin)
+        except toolchain.ToolMissing as e:
+            pytest.skip(str(e))
+        loops = [b for b in sass_loops(sass) if any("LDGSTS" in t for t in b)]
+        assert loops, kind
+        counts[kind] = (len(min(loops, key=len)),
+                        len([op for op in toolchain.sass_opcodes(sass) if op != "NOP"]))
+    (pl, pk), (hl, hk) = counts["copy"], counts["copy_manual"]
+    with capsys.disabled():
+        print(f"\nstaged copy {cfg}: loop pipeline {pl}, hand-written {hl}; kernel pipeline {pk}, "
+              f"hand-written {hk} SASS instructions")
+    assert pl <= hl, counts
+    assert pk <= hk * 1.01, counts
 
 
 def test_sgemm_rejects_bad_parameters():
