@@ -499,7 +499,9 @@ def _wait_all(pipe, state):
 def init(typingctx, pipe):
     """Initialise the pipeline's barriers; call it from every thread of the
     block (thread 0 initialises, then a block barrier publishes them).  A
-    group pipeline has nothing to initialise.
+    group pipeline has nothing to initialise.  A tma pipeline run by one
+    thread (``consumers=0``): call it from that thread only (it initialises
+    the full barriers itself, no block barrier).
 
     Example::
 
@@ -519,13 +521,22 @@ def init(typingctx, pipe):
     need = stages if solo else 2 * stages
     tx = kind == "tma"
 
+    if solo:
+        def solo_impl(pipe):
+            # the ring's one thread initialises and uses the barriers: no block barrier
+            _check_init(pipe.bars, need, threads, desc)
+            for s in range(stages):
+                mbarrier_init(_at(pipe.bars, s), full)
+            fence_proxy_async("shared::cta")  # the inits, before the copy engine sees them
+
+        return types.void(pipe), _lower(solo_impl)
+
     def impl(pipe):
         _check_init(pipe.bars, need, threads, desc)
         if cuda.threadIdx.x == 0 and cuda.threadIdx.y == 0 and cuda.threadIdx.z == 0:
             for s in range(stages):
                 mbarrier_init(_at(pipe.bars, s), full)
-                if not solo:
-                    mbarrier_init(_at(pipe.bars, stages + s), empty)
+                mbarrier_init(_at(pipe.bars, stages + s), empty)
             if tx:
                 fence_proxy_async("shared::cta")  # the inits, before the copy engine sees them
         cuda.syncthreads()
@@ -619,9 +630,9 @@ def producer_try_acquire(typingctx, pipe, state):
     kind = _pipe_kind("producer_try_acquire", pipe)
     _check_state("producer_try_acquire", state)
     if kind == "group" or _solo(pipe):
-        raise TypingError("producer_try_acquire: a group pipeline or a tma pipeline run by one "
-                          "thread (consumers=0) has nothing to test (its producer_acquire never "
-                          "waits); use producer_acquire")
+        what = "a group pipeline" if kind == "group" else "a tma pipeline run by one thread (consumers=0)"
+        raise TypingError(f"producer_try_acquire: {what} has nothing to test (its "
+                          "producer_acquire never waits); use producer_acquire")
     stages = _consts(pipe)["stages"]
 
     def impl(pipe, state):

@@ -200,12 +200,15 @@ def init(pipe):
         raise rt.violation("pipeline init", f"the block has {blk.nthreads} threads; a {_desc(pipe)} "
                            f"is built for {threads} producer and consumer threads")
     t = threading.current_thread()
+    if _solo(pipe):  # called by the ring's one thread: no block barrier
+        for s in range(c["stages"]):
+            _mb.mbarrier_init(bars[s:], c["copies"])
+        return
     if tuple(t.threadIdx) == (0, 0, 0):
         full = c["producers"] if kind == "cp_async" else c["copies"]
         for s in range(c["stages"]):
             _mb.mbarrier_init(bars[s:], full)
-            if not _solo(pipe):
-                _mb.mbarrier_init(bars[c["stages"] + s:], c["consumers"])
+            _mb.mbarrier_init(bars[c["stages"] + s:], c["consumers"])
     t.syncthreads()
 
 
@@ -261,8 +264,8 @@ def _acquired(rec: dict, i: int, c: int) -> None:
 def producer_try_acquire(pipe, state):
     api = "producer_try_acquire"
     if _kind(api, pipe) == "group" or _solo(pipe):
-        raise TypeError("producer_try_acquire: a group pipeline or a tma pipeline run by one "
-                        "thread (consumers=0) has nothing to test")
+        what = "a group pipeline" if _solo(pipe) is False else "a tma pipeline run by one thread (consumers=0)"
+        raise TypeError(f"producer_try_acquire: {what} has nothing to test")
     i, p, c = _state(api, state)
     rec = _thread_rec(api, pipe)
     if i in rec["open"] or c <= rec["acquired"]:

@@ -412,6 +412,34 @@ def test_bulk_pipeline_ptx():
     assert count(text, r"mbarrier\.try_wait\.parity") >= 1 + STAGES
 
 
+def test_tma_pipeline_run_by_one_thread_ptx():
+    # consumers=0 (the copy examples' ring): full barriers only, initialised by
+    # the ring's thread without a block barrier; acquire, release and tail emit nothing
+    from numba_asynccopy.examples import tma_copy as tc
+
+    with ac.checked_mode(False):
+        text = cuda.compile_ptx(tc.make_tma_copy(4, (32, 64)), tc.SIGNATURE, cc=(9, 0, "a"))[0]
+    assert count(text, r"mbarrier\.init") == 4
+    assert count(text, r"bar\.sync") == 0
+    assert count(text, r"mbarrier\.try_wait\.parity") == 1  # consumer_wait only
+    assert count(text, r"mbarrier\.arrive\.shared") == 0    # no empty barriers to release
+    arms = instructions(text, r"mbarrier\.arrive\.expect_tx")
+    assert len(arms) == 5, arms  # the unrolled prologue (4) and the refill
+    assert re.search(rf"mov\.u32\s+(%r\d+), {NBYTES};", text)  # the box's bytes, a constant
+
+
+def test_checked_tma_pipeline_run_by_one_thread_names_itself():
+    from numba_asynccopy.examples import bulk_copy as bc
+
+    with ac.checked_mode(True):
+        raw = cuda.compile_ptx(bc.make_bulk_copy(4, 4096), bc.SIGNATURE, cc=(9, 0, "a"))[0]
+    text = ptx_strings(raw)
+    assert re.search(r"checked mode: pipeline consumer_wait: timed out after \d+ ns on slot %u "
+                     r"\(step %u, phase %u\) of a tma pipeline \(4 stages, 1 copy per stage, run by "
+                     r"one thread\)", text), text
+    assert "pipeline producer_acquire" not in text  # nothing to wait for
+
+
 def toolchain_assemble(text):
     try:
         _, log = toolchain.assemble(text, verbose=True)
