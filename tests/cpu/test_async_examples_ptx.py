@@ -165,14 +165,17 @@ def test_bench_registers_the_async_suites():
 
     assert suites.SUITES["bulk"].__name__ == "suite_bulk"
     assert suites.SUITES["tma"].__name__ == "suite_tma"
-    assert suites.suite_keys("bulk", quick=True) == ["numba_bulk_copy", "twin_bulk_copy"]
-    assert suites.suite_keys("tma", quick=False) == ["numba_tma_copy", "twin_tma_copy"]
+    assert suites.suite_keys("bulk", quick=True) == ["numba_bulk_copy", "twin_bulk_copy",
+                                                     "numba_bulk_copy_manual"]
+    assert suites.suite_keys("tma", quick=False) == ["numba_tma_copy", "twin_tma_copy",
+                                                     "numba_tma_copy_manual"]
     measured = {"numba_bulk_copy", "twin_bulk_copy", "numba_tma_copy", "twin_tma_copy"}
     assert not measured & set(report.PENDING)
     compared = {(c.subject, c.peer) for c in report.comparisons(quick=False)}
     for kind in ("bulk", "tma"):
         assert (f"numba_{kind}_copy", "torch_copy") in compared
         assert (f"numba_{kind}_copy", f"twin_{kind}_copy") in compared
+        assert (f"numba_{kind}_copy", f"numba_{kind}_copy_manual") in compared  # pipeline vs by hand
 
 
 def test_twins_bulk_source_compiles():
