@@ -84,10 +84,11 @@ from numba.core import cgutils, types
 from . import checked as _checked
 from ._compat import TypingError, compile_cc, intrinsic
 from ._lowering import I32, I64, as_i32, block_threads, shared_addr32, trap_if
-from ._regions import check_barrier, literal_value
+from ._regions import check_barrier, is_absent, literal_value
 from .bulk import cp_async_bulk_g2s, validate_bulk_g2s
 from .cp_async import commit_group, wait_all, wait_group
-from .fence import fence_proxy_async
+from .cluster import cluster_sync
+from .fence import fence_mbarrier_init, fence_proxy_async
 from .mbarrier import (
     MAX_COUNT,
     cp_async_mbarrier_arrive,
@@ -112,16 +113,23 @@ GroupPipeline = namedtuple("GroupPipeline", ["stages", "shared"])
 CpAsyncPipeline = namedtuple("CpAsyncPipeline", ["bars", "stages", "producers", "consumers"])
 #: bulk/TMA on transaction barriers, same barrier layout; ``copies`` per stage.
 TmaPipeline = namedtuple("TmaPipeline", ["bars", "stages", "consumers", "copies"])
+#: bulk/TMA multicast to the ``ctas`` CTAs of a cluster, same barrier layout in each CTA.
+ClusterTmaPipeline = namedtuple("ClusterTmaPipeline", ["bars", "stages", "consumers", "ctas", "copies"])
 
-KINDS = {GroupPipeline: "group", CpAsyncPipeline: "cp_async", TmaPipeline: "tma"}
+KINDS = {GroupPipeline: "group", CpAsyncPipeline: "cp_async", TmaPipeline: "tma",
+         ClusterTmaPipeline: "cluster"}
+#: the kinds whose copies go through the pipeline (transaction barriers)
+TX_KINDS = ("tma", "cluster")
 
 __all__ = [
+    "ClusterTmaPipeline",
     "CpAsyncPipeline",
     "GroupPipeline",
     "PipelineState",
     "TmaPipeline",
     "advance",
     "barrier_count",
+    "cluster_tma_pipeline",
     "consumer_release",
     "consumer_start",
     "consumer_try_wait",
@@ -171,7 +179,7 @@ def _pipe_kind(api: str, pipe) -> str:
         return KINDS[cls]
     raise TypingError(
         f"{api}: `pipe` must be a pipeline built in the kernel by ac.pipeline.group_pipeline, "
-        f"cp_async_pipeline or tma_pipeline, got {pipe}")
+        f"cp_async_pipeline, tma_pipeline or cluster_tma_pipeline, got {pipe}")
 
 
 def _consts(pipe) -> dict:
@@ -199,6 +207,10 @@ def _describe(kind: str, c: dict) -> str:
     if kind == "cp_async":
         return (f"cp_async pipeline ({c['stages']} stages, {c['producers']} producers, "
                 f"{c['consumers']} consumers)")
+    if kind == "cluster":
+        return (f"cluster tma pipeline ({c['stages']} stages, {c['ctas']} CTAs, {c['copies']} "
+                f"cop{'y' if c['copies'] == 1 else 'ies'} per stage and CTA, {c['consumers']} "
+                "consumers per CTA)")
     who = f"{c['consumers']} consumers" if c["consumers"] else "run by one thread"
     return (f"tma pipeline ({c['stages']} stages, {c['copies']} cop{'y' if c['copies'] == 1 else 'ies'} "
             f"per stage, {who})")
@@ -367,6 +379,65 @@ def tma_pipeline(typingctx, bars, stages, consumers, copies=1):
     return ret(bars, stages, consumers, copies), codegen
 
 
+#: CTAs a cluster pipeline multicasts to (a 16-bit multicast mask)
+MAX_CTAS = 16
+
+
+@intrinsic
+def cluster_tma_pipeline(typingctx, bars, stages, consumers, ctas, copies=1):
+    """A ring of ``stages`` slots in each of the ``ctas`` CTAs of a cluster
+    (ranks 0 .. ctas-1), filled by multicast bulk or TMA copies: every CTA's
+    producer loads its part of a stage and multicasts it to the same slot of
+    every CTA, so each CTA's ring receives the whole stage while global
+    memory is read once per cluster.
+
+    - ``bars``: a shared ``uint64`` array of ``2 * stages`` barriers in every
+      CTA, ``cuda.shared.array((2, STAGES), np.uint64)``; :func:`init` (all
+      threads of every CTA) initialises them and synchronises the cluster.
+    - ``consumers``: release arrivals per stage *in each CTA* (all consumer
+      threads, or one lane per consumer warp).  A slot is free for a
+      producer only when the consumers of every CTA released it (its
+      multicast overwrites the slot everywhere), so ``consumer_release``
+      arrives on the slot's empty barrier of every CTA of the cluster
+      (``mbarrier_arrive(..., cta_rank=r)``), and each empty barrier counts
+      ``consumers * ctas`` arrivals.
+    - ``copies``: copies each CTA's producer issues into every stage
+      (:func:`copy_tensor` / :func:`copy_bulk`).  Every CTA issues the same
+      copies (same byte counts, different parts), each multicast to all
+      ``ctas`` CTAs: a copy of ``b`` bytes arms the producer's own full
+      barrier with ``b * ctas`` bytes (the bytes its peers' copies land
+      there), in its arrival, before the copy.
+
+    Launch with a cluster of exactly ``ctas`` CTAs (``ac.cluster_dims``);
+    end the kernel with ``producer_tail`` on the producer and
+    ``ac.cluster_sync()`` in every thread, so that no CTA exits while a
+    peer may still write into it.
+
+    Example::
+
+        bars = cuda.shared.array((2, STAGES), np.uint64)
+        pipe = ac.pipeline.cluster_tma_pipeline(bars, STAGES, consumers=4, ctas=2)
+        ac.pipeline.init(pipe)                     # every thread of every CTA
+        rank = ac.cluster_cta_rank()
+        # producer (elected lane): this CTA's half of the tile, to both CTAs
+        ac.pipeline.copy_tensor(pipe, st, ring[st.slot, 16 * rank:16 * rank + 16], tmap,
+                                (32 * t + 16 * rank, 0))
+    """
+    api = "cluster_tma_pipeline"
+    _check_bars(api, bars)
+    s = _count(api, "stages", stages, 1, MAX_STAGES)
+    k = _count(api, "ctas", ctas, 1, MAX_CTAS)
+    c = _count(api, "consumers", consumers, 1, MAX_COUNT // k)
+    n = _count(api, "copies", copies, 1, MAX_COUNT)
+    ret = types.NamedTuple([BARS, types.literal(s), types.literal(c), types.literal(k), types.literal(n)],
+                           ClusterTmaPipeline)
+
+    def codegen(context, builder, sig, args):
+        return _build(context, builder, sig, [args[0], None, None, None, None])
+
+    return ret(bars, stages, consumers, ctas, copies), codegen
+
+
 # --- lowering helpers -------------------------------------------------------------
 
 #: operations named in checked-mode messages (an int literal selects one)
@@ -515,11 +586,24 @@ def init(typingctx, pipe):
     desc = _describe(kind, c)
     stages = c["stages"]
     full = c["producers"] if kind == "cp_async" else c["copies"]
-    empty = c["consumers"]
+    empty = c["consumers"] * c.get("ctas", 1)  # a cluster pipeline: every CTA's consumers
     threads = c["consumers"] + (c["producers"] if kind == "cp_async" else 1)
     solo = empty == 0  # a tma ring run by one thread: full barriers only
     need = stages if solo else 2 * stages
-    tx = kind == "tma"
+    tx = kind in TX_KINDS
+
+    if kind == "cluster":
+        def cluster_impl(pipe):
+            _check_init(pipe.bars, need, threads, desc)
+            if cuda.threadIdx.x == 0 and cuda.threadIdx.y == 0 and cuda.threadIdx.z == 0:
+                for s in range(stages):
+                    mbarrier_init(_at(pipe.bars, s), full)
+                    mbarrier_init(_at(pipe.bars, stages + s), empty)
+                fence_mbarrier_init()  # visible to the cluster's remote arrivals
+                fence_proxy_async("shared::cta")  # and to the copy engine
+            cluster_sync()  # no peer arrives or multicasts before every CTA initialised
+
+        return types.void(pipe), _lower(cluster_impl)
 
     if solo:
         def solo_impl(pipe):
@@ -658,7 +742,7 @@ def producer_commit(typingctx, pipe, state):
     sig = types.void(pipe, state)
     if kind == "group":
         return sig, _lower(_commit)
-    if kind == "tma":
+    if kind in TX_KINDS:
         return sig, _lower(_nothing)
 
     def impl(pipe, state):
@@ -738,6 +822,15 @@ def consumer_release(typingctx, pipe, state):
     if kind == "group" or _solo(pipe):
         return sig, _lower(_nothing)
     stages = _consts(pipe)["stages"]
+    if kind == "cluster":
+        ctas = _consts(pipe)["ctas"]
+
+        def cluster_impl(pipe, state):
+            # every CTA's producer multicasts into this slot: free it in each of them
+            for r in range(ctas):
+                mbarrier_arrive(_at(pipe.bars, np.uint32(stages + state.slot)), cta_rank=np.uint32(r))
+
+        return sig, _lower(cluster_impl)
 
     def impl(pipe, state):
         mbarrier_arrive(_at(pipe.bars, np.uint32(stages + state.slot)))
@@ -780,42 +873,79 @@ def producer_tail(typingctx, pipe, state):
 
 def _tma_only(api: str, pipe, state) -> None:
     kind = _pipe_kind(api, pipe)
-    if kind != "tma":
+    if kind not in TX_KINDS:
         raise TypingError(f"{api}: copies through the pipeline need a tma_pipeline "
                           f"(transaction barriers), got a {kind} pipeline; issue cp_async "
                           "yourself between producer_acquire and producer_commit")
     _check_state(api, state)
 
 
+def _copy_plan(api: str, pipe) -> tuple[int, int]:
+    """(bytes factor, multicast mask) of a copy through ``pipe``: a cluster
+    pipeline multicasts to all its CTAs, so the producer's own barrier
+    receives every CTA's copy of the same size."""
+    c = _consts(pipe)
+    if _pipe_kind(api, pipe) == "cluster":
+        return c["ctas"], (1 << c["ctas"]) - 1
+    return 1, 0
+
+
 @intrinsic
-def copy_bulk(typingctx, pipe, state, dst, src):
+def copy_bulk(typingctx, pipe, state, dst, src, cache_policy=None):
     """Bulk-copy ``src`` (global) into ``dst`` (shared) as one of the copies
     of slot ``state.slot`` of a tma pipeline: arrive on the slot's full
-    barrier expecting ``dst``'s bytes, then ``cp_async_bulk_g2s``.
+    barrier expecting ``dst``'s bytes, then ``cp_async_bulk_g2s``.  In a
+    cluster pipeline the copy is multicast to every CTA of the cluster and
+    the arrival expects ``dst``'s bytes times the CTAs.  ``cache_policy``:
+    a uint64 from ``ac.createpolicy_fractional``, passed to the copy.
 
     Example::
 
         ac.pipeline.copy_bulk(pipe, st, ring[st.slot], src[b:b + words])
     """
     _tma_only("copy_bulk", pipe, state)
-    validate_bulk_g2s(dst, src, BARS, types.Omitted(None), types.Omitted(None))
+    validate_bulk_g2s(dst, src, BARS, types.Omitted(None), cache_policy)
+    times, mask = _copy_plan("copy_bulk", pipe)
+    policy = not is_absent(cache_policy)
+    u_times, u_mask = np.uint32(times), np.uint16(mask)
 
-    def impl(pipe, state, dst, src):
+    # one implementation per form (no untaken branch to type)
+    def multicast_policy(pipe, state, dst, src, cache_policy):
+        bar = _at(pipe.bars, state.slot)
+        mbarrier_arrive_expect_tx(bar, np.uint32(np.uint32(dst.size * dst.itemsize) * u_times))
+        cp_async_bulk_g2s(dst, src, bar, multicast_mask=u_mask, cache_policy=cache_policy)
+
+    def multicast(pipe, state, dst, src, cache_policy):
+        bar = _at(pipe.bars, state.slot)
+        mbarrier_arrive_expect_tx(bar, np.uint32(np.uint32(dst.size * dst.itemsize) * u_times))
+        cp_async_bulk_g2s(dst, src, bar, multicast_mask=u_mask)
+
+    def local_policy(pipe, state, dst, src, cache_policy):
+        bar = _at(pipe.bars, state.slot)
+        mbarrier_arrive_expect_tx(bar, np.uint32(dst.size * dst.itemsize))
+        cp_async_bulk_g2s(dst, src, bar, cache_policy=cache_policy)
+
+    def local(pipe, state, dst, src, cache_policy):
         bar = _at(pipe.bars, state.slot)
         mbarrier_arrive_expect_tx(bar, np.uint32(dst.size * dst.itemsize))
         cp_async_bulk_g2s(dst, src, bar)
 
-    return types.void(pipe, state, dst, src), _lower(impl)
+    impl = {(True, True): multicast_policy, (True, False): multicast,
+            (False, True): local_policy, (False, False): local}[(bool(mask), policy)]
+    return types.void(pipe, state, dst, src, cache_policy), _lower(impl)
 
 
 @intrinsic
-def copy_tensor(typingctx, pipe, state, dst, tensor_map, coords, fence=True):
+def copy_tensor(typingctx, pipe, state, dst, tensor_map, coords, fence=True, cache_policy=None):
     """TMA-load the box of ``tensor_map`` at ``coords`` into ``dst`` as one of
     the copies of slot ``state.slot`` of a tma pipeline: arrive on the
     slot's full barrier expecting ``dst``'s bytes (a tile is exactly one box:
     checked mode compares them with the map's box bytes), then
     ``cp_async_bulk_tensor_load``.  ``fence=False`` skips the tensormap proxy
-    fence (call ``ac.fence_proxy_tensormap`` once first).
+    fence (call ``ac.fence_proxy_tensormap`` once first).  In a cluster
+    pipeline the box is multicast to every CTA of the cluster and the
+    arrival expects its bytes times the CTAs.  ``cache_policy``: a uint64
+    from ``ac.createpolicy_fractional``, passed to the load.
 
     Example::
 
@@ -825,14 +955,37 @@ def copy_tensor(typingctx, pipe, state, dst, tensor_map, coords, fence=True):
     f = literal_value(fence, "copy_tensor", "fence", kind=bool)
     if not isinstance(f, bool):
         raise TypingError(f"copy_tensor: `fence` must be a bool constant, got {f!r}")
-    validate_load(dst, tensor_map, coords, BARS, types.Omitted(None), types.Omitted(None), fence)
+    validate_load(dst, tensor_map, coords, BARS, types.Omitted(None), cache_policy, fence)
+    times, mask = _copy_plan("copy_tensor", pipe)
+    policy = not is_absent(cache_policy)
+    u_times, u_mask = np.uint32(times), np.uint16(mask)
 
-    def impl(pipe, state, dst, tensor_map, coords, fence):
+    # one implementation per form (no untaken branch to type)
+    def multicast_policy(pipe, state, dst, tensor_map, coords, fence, cache_policy):
+        bar = _at(pipe.bars, state.slot)
+        mbarrier_arrive_expect_tx(bar, np.uint32(np.uint32(dst.size * dst.itemsize) * u_times))
+        cp_async_bulk_tensor_load(dst, tensor_map, coords, bar, multicast_mask=u_mask,
+                                  cache_policy=cache_policy, fence=f)
+
+    def multicast(pipe, state, dst, tensor_map, coords, fence, cache_policy):
+        bar = _at(pipe.bars, state.slot)
+        mbarrier_arrive_expect_tx(bar, np.uint32(np.uint32(dst.size * dst.itemsize) * u_times))
+        cp_async_bulk_tensor_load(dst, tensor_map, coords, bar, multicast_mask=u_mask, fence=f)
+
+    def local_policy(pipe, state, dst, tensor_map, coords, fence, cache_policy):
+        bar = _at(pipe.bars, state.slot)
+        mbarrier_arrive_expect_tx(bar, np.uint32(dst.size * dst.itemsize))
+        cp_async_bulk_tensor_load(dst, tensor_map, coords, bar, cache_policy=cache_policy, fence=f)
+
+    def local(pipe, state, dst, tensor_map, coords, fence, cache_policy):
         bar = _at(pipe.bars, state.slot)
         mbarrier_arrive_expect_tx(bar, np.uint32(dst.size * dst.itemsize))
         cp_async_bulk_tensor_load(dst, tensor_map, coords, bar, fence=f)
 
-    return types.void(pipe, state, dst, tensor_map, coords, fence), _lower(impl)
+    impl = {(True, True): multicast_policy, (True, False): multicast,
+            (False, True): local_policy, (False, False): local}[(bool(mask), policy)]
+
+    return types.void(pipe, state, dst, tensor_map, coords, fence, cache_policy), _lower(impl)
 
 
 from . import sim as _sim  # noqa: E402

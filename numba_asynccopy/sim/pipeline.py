@@ -41,7 +41,8 @@ from ._mirror import mirrors
 
 _dev = sys.modules["numba_asynccopy.pipeline"]
 # the device constructors (intrinsics): their typing validates the arguments
-_DEV = {n: getattr(_dev, n) for n in ("group_pipeline", "cp_async_pipeline", "tma_pipeline")}
+_DEV = {n: getattr(_dev, n) for n in ("group_pipeline", "cp_async_pipeline", "tma_pipeline",
+                                       "cluster_tma_pipeline")}
 PipelineState = _dev.PipelineState
 GroupPipeline, CpAsyncPipeline, TmaPipeline = _dev.GroupPipeline, _dev.CpAsyncPipeline, _dev.TmaPipeline
 barrier_count = _dev.barrier_count
@@ -89,6 +90,14 @@ def cp_async_pipeline(bars, stages, producers, consumers):
 def tma_pipeline(bars, stages, consumers, copies=1):
     rt.validate(_DEV["tma_pipeline"], bars, stages, consumers, copies)
     return TmaPipeline(rt.unwrap(bars).reshape(-1), int(stages), int(consumers), int(copies))
+
+
+@mirrors(_dev.cluster_tma_pipeline, "raises SimulatorError: clusters are not simulated yet.")
+def cluster_tma_pipeline(bars, stages, consumers, ctas, copies=1):
+    rt.validate(_DEV["cluster_tma_pipeline"], bars, stages, consumers, ctas, copies)
+    from . import unsupported_error
+
+    raise unsupported_error("cluster_tma_pipeline", "cluster")
 
 
 # --- bookkeeping ----------------------------------------------------------------------
@@ -303,15 +312,15 @@ def _copy(api: str, pipe, state, dst) -> np.ndarray:
 
 
 @mirrors(_dev.copy_bulk)
-def copy_bulk(pipe, state, dst, src):
+def copy_bulk(pipe, state, dst, src, cache_policy=None):
     bar = _copy("copy_bulk", pipe, state, dst)
-    _bulk.cp_async_bulk_g2s(dst, src, bar)
+    _bulk.cp_async_bulk_g2s(dst, src, bar, cache_policy=cache_policy)
 
 
 @mirrors(_dev.copy_tensor)
-def copy_tensor(pipe, state, dst, tensor_map, coords, fence=True):
+def copy_tensor(pipe, state, dst, tensor_map, coords, fence=True, cache_policy=None):
     bar = _copy("copy_tensor", pipe, state, dst)
-    _tensor.cp_async_bulk_tensor_load(dst, tensor_map, coords, bar, fence=fence)
+    _tensor.cp_async_bulk_tensor_load(dst, tensor_map, coords, bar, fence=fence, cache_policy=cache_policy)
 
 
 @mirrors(_dev.producer_commit, _NOTES["producer_commit"])
