@@ -440,6 +440,63 @@ def test_checked_tma_pipeline_run_by_one_thread_names_itself():
     assert "pipeline producer_acquire" not in text  # nothing to wait for
 
 
+@pytest.mark.parametrize("ctas", [2, 4])
+def test_cluster_pipeline_ptx(ctas):
+    # examples/ws_reduce: a multicast TMA part per CTA, armed with its bytes
+    # times the CTAs; releases on the empty barrier of every CTA of the cluster
+    from numba_asynccopy.examples import ws_reduce as wr
+
+    rows = 16
+    with ac.checked_mode(False):
+        text = cuda.compile_ptx(wr.make_ws_reduce(ctas, 4, rows), wr.SIGNATURE, cc=(9, 0, "a"))[0]
+    loads = instructions(text, r"cp\.async\.bulk\.tensor")
+    assert len(loads) == 1 and ".multicast::cluster" in loads[0], loads
+    assert re.search(rf"mov\.u16\s+%rs\d+, {(1 << ctas) - 1};", text), "the multicast mask"
+    arms = instructions(text, r"mbarrier\.arrive\.expect_tx")
+    assert len(arms) == 1 and "shared::cta" in arms[0], arms
+    part = rows // ctas * wr.BC * 4
+    assert re.search(rf"mov\.u32\s+%r\d+, {part * ctas};", text), "box bytes times the CTAs"
+    # init: full barriers count the one producer arrival, empty ones WARPS per CTA
+    assert re.search(rf"mov\.u32\s+%r\d+, {wr.WARPS * ctas};", text)
+    assert count(text, r"mbarrier\.init") == 2 * 4
+    assert count(text, r"fence\.mbarrier_init\.release\.cluster") == 1
+    remote = instructions(text, r"mbarrier\.arrive\.release\.cluster\.shared::cluster")
+    assert len(remote) == ctas, remote  # consumer_release: one arrive per CTA, unrolled
+    assert count(text, r"mapa\.shared::cluster") == ctas
+    # init and the end of the kernel synchronise the cluster
+    assert count(text, r"barrier\.cluster\.arrive") == 2
+    assert count(text, r"elect\.sync") == 1
+    toolchain_assemble(text)
+
+
+def test_cluster_pipeline_compile_errors():
+    assert ("cluster_tma_pipeline: `ctas`=17 is outside 1..16" in compile_error(
+        "bars = cuda.shared.array((2, 4), np.uint64)\n"
+        "pipe = ac.pipeline.cluster_tma_pipeline(bars, 4, 4, 17)"))
+    assert ("cluster_tma_pipeline: `consumers`=600000 is outside 1..65535" in compile_error(
+        "bars = cuda.shared.array((2, 4), np.uint64)\n"
+        "pipe = ac.pipeline.cluster_tma_pipeline(bars, 4, 600000, 16)"))
+
+
+def test_copy_cache_policy_is_passed_to_the_copy():
+    def k(a, out):
+        bars = cuda.shared.array((2, STAGES), np.uint64)
+        ring = cuda.shared.array((STAGES, 64), np.float32, alignment=128)
+        pipe = ac.pipeline.tma_pipeline(bars, STAGES, consumers=32)
+        ac.pipeline.init(pipe)
+        if cuda.threadIdx.x == 0:
+            st = ac.pipeline.producer_start(pipe)
+            ac.pipeline.producer_acquire(pipe, st)
+            ac.pipeline.copy_bulk(pipe, st, ring[st.slot], a[:64],
+                                  cache_policy=ac.createpolicy_fractional("evict_first"))
+            ac.pipeline.producer_commit(pipe, st)
+
+    text = cuda.compile_ptx(k, (types.float32[::1], types.float32[::1]), cc=(9, 0))[0]
+    copies = instructions(text, r"cp\.async\.bulk\.shared")
+    assert len(copies) == 1 and ".L2::cache_hint" in copies[0], copies
+    assert count(text, r"createpolicy\.fractional\.L2::evict_first") == 1
+
+
 def toolchain_assemble(text):
     try:
         _, log = toolchain.assemble(text, verbose=True)

@@ -10,7 +10,7 @@ from numba import cuda
 
 import numba_asynccopy as ac
 
-from ..conftest import SIM, SIM_TRAPS, run_python, skip_on_sim
+from ..conftest import SIM, SIM_CLUSTERS, SIM_TRAPS, run_python, skip_on_sim
 
 pytestmark = pytest.mark.gpu
 rng = np.random.default_rng()
@@ -294,3 +294,23 @@ def test_checked_misuse_traps_naming_the_pipeline(case, message):
     out = proc.stdout + proc.stderr
     assert "LAUNCH FAILED" in out, out
     assert message in out, out
+
+
+# --- the cluster pipeline: examples/ws_reduce (multicast TMA, releases across the cluster) ----
+
+
+@skip_on_sim(SIM_CLUSTERS)
+@pytest.mark.parametrize("ctas, stages, rows, checked", [
+    (2, 4, 16, False), (4, 3, 32, False), (8, 2, 64, False), (2, 2, 16, True)])
+def test_ws_reduce_cluster_multicast(ctas, stages, rows, checked):
+    from numba_asynccopy.examples import ws_reduce as wr
+
+    with ac.checked_mode(checked):
+        kernel = cuda.jit(wr.SIGNATURE)(wr.make_ws_reduce(ctas, stages, rows))
+    # a partial last tile (zero-filled rows) and a partial column block;
+    # more tiles than stages: every slot wraps several times
+    n, cols = rows * (3 * stages + 2) + 5, 2 * wr.BC + 36
+    x, w = rand(n, cols), rand(ctas * wr.HEADS, n)
+    d_x, d_y = cuda.to_device(x), poisoned((ctas * wr.HEADS, cols))
+    kernel[wr.grid(cols, ctas), wr.BLOCK](wr.make_map(d_x, ctas, rows), cuda.to_device(w), d_y, n)
+    np.testing.assert_allclose(d_y.copy_to_host(), wr.reference(w, x), rtol=1e-4, atol=1e-4)

@@ -473,3 +473,15 @@ def test_ring_run_by_one_thread_refilled_before_release():
             "per stage, run by one thread)") in msg, msg
     assert "second producer_acquire of a slot still in use: the fill of state step 0 was not " \
            "consumer_release'd by this thread" in msg, msg
+
+
+@cuda.jit
+def cluster_pipe():
+    bars = cuda.shared.array((2, STAGES), np.uint64)
+    ac.pipeline.cluster_tma_pipeline(bars, STAGES, 4, 2)
+
+
+def test_cluster_pipeline_is_refused_with_the_cluster_reason():
+    with pytest.raises(ac.sim.SimulatorError, match="cluster_tma_pipeline cannot run in the CUDA "
+                                                     "simulator: .* blocks of a cluster never run together"):
+        cluster_pipe[1, 32]()
