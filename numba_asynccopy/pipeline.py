@@ -7,7 +7,7 @@ module writes that protocol once, with the vocabulary of CuTe DSL's
 ``cutlass.pipeline`` and CCCL's ``cuda::pipeline``, so a kernel never
 computes a slot, a phase, a parity or a transaction byte count by hand.
 
-Three kinds, built inside the kernel (the constants are compile-time, the
+Four kinds, built inside the kernel (the constants are compile-time, the
 pipeline value is a tuple whose type carries them):
 
 - :func:`group_pipeline` - cp.async commit/wait groups (Ampere style, no
@@ -21,7 +21,12 @@ pipeline value is a tuple whose type carries them):
   producer issues its copies *through* the pipeline (:func:`copy_bulk`,
   :func:`copy_tensor`), each arming the slot's barrier with its own byte
   count (the destination view's bytes, a constant when the view's shape is)
-  in the same instruction as its arrival, before the copy.
+  in the same instruction as its arrival, before the copy;
+- :func:`cluster_tma_pipeline` - the same across the ``ctas`` CTAs of a
+  cluster: each CTA's producer multicasts its part of a stage to every CTA
+  (its own barrier armed with the part's bytes times the CTAs), and
+  ``consumer_release`` frees the slot in every CTA (a remote arrive with
+  ``cta_rank=``), so no producer overwrites a slot a peer still reads.
 
 The state (:class:`PipelineState`: ``slot``, ``phase`` bit, ``step``
 count of advances, all uint32) is a value: ``state = advance(pipe, state)``.
@@ -31,12 +36,14 @@ Producers start from :func:`producer_start`, consumers from
 :func:`consumer_wait` (:func:`consumer_try_wait`), :func:`consumer_release`,
 :func:`producer_tail`.
 
+``tma_pipeline(bars, stages, consumers=0)`` is a ring run by ONE thread
+(it copies in and consumes, e.g. with bulk stores, and frees each slot by
+its own order): full barriers only, and acquire/release emit nothing.
+
 Warp specialization is the same pipelines with the thread counts of the
 roles: a producer warp where one elected lane (``ac.elect_sync()``) issues
-TMA copies, and ``consumers`` threads in the other warps.  (A cluster
-variant, copies multicast to several CTAs with their barriers armed in each,
-would be another constructor with a ``cluster`` shape and a
-``multicast_mask`` on the copies; the operations keep their names.)
+TMA copies, and ``consumers`` threads in the other warps (or one lane per
+consumer warp after a ``cuda.syncwarp()``).
 
 Protocol checks: in checked mode the blocking waits are bounded and their
 timeout names the pipeline operation, the slot, the state's step and phase, and
