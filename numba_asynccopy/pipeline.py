@@ -88,6 +88,7 @@ from llvmlite import ir
 from numba import cuda
 from numba.core import cgutils, types
 
+from . import _rules
 from . import checked as _checked
 from ._compat import TypingError, compile_cc, intrinsic
 from ._lowering import I32, I64, as_i32, block_threads, shared_addr32, trap_if
@@ -103,6 +104,7 @@ from .mbarrier import (
     mbarrier_arrive,
     mbarrier_arrive_expect_tx,
     mbarrier_init,
+    _pred_asm,
     mbarrier_test_wait_parity,
     ptx_wait,
     validate_wait,
@@ -473,15 +475,60 @@ def _wait(typingctx, bars, k, parity, slot, count, op, what):
         def timed_out(word):
             slot_v = as_i32(context, builder, args[3], sig.args[3])
             count_v = as_i32(context, builder, args[4], sig.args[4])
+            where = _rules.pipeline_where(slot="%u", step="%u", phase="%u", pipeline=desc)
             return (f"pipeline {name}",
-                    f"timed out after {_checked.wait_timeout_ns()} ns on slot %u (step %u, phase %u) "
-                    f"of a {desc}: {side} never came (barrier word 0x%016llx)",
+                    _rules.pipeline_wait_timeout(ns=_checked.wait_timeout_ns(), where=where, side=side,
+                                                 word="0x%016llx"),
                     [slot_v, count_v, p, word])
 
         emit_bounded_wait(context, builder, name, wait_text, wait_cons, a, p, timed_out)
         return context.get_dummy_value()
 
     return types.void(bars, k, parity, slot, count, op, what), codegen
+
+
+#: the protocol checks of checked mode: (operation, the phase must be complete?)
+CHECKS = (("producer_acquire", False), ("consumer_release", True))
+
+
+@intrinsic
+def _check_fill(typingctx, bars, slot, parity, count, phase, check, what):
+    """Checked mode: the protocol at this operation, read off the slot's full
+    barrier with ``mbarrier.test_wait.parity`` (nothing in plain mode).
+
+    - ``producer_acquire`` (``check`` 0): the phase of parity ``parity``
+      that this fill completes must still be open, or the slot is being
+      acquired a second time (its fill already landed);
+    - ``consumer_release`` (``check`` 1): that phase must be complete, or
+      the consumer releases a fill it never waited for.
+
+    Neither can fire in a correct program: a fill's phase completes only
+    after its producer's arrivals, and the next fill of the slot needs this
+    release."""
+    op, done = CHECKS[literal_value(check, "pipeline", "check")]
+    desc = literal_value(what, "pipeline", "what", kind=str)
+    text, cons = ptx_wait(validate_wait(op, "test_wait", True, None, None))
+    where = _rules.pipeline_where(slot="%u", step="%u", phase="%u", pipeline=desc)
+    if done:
+        message = _rules.pipeline_release_without_wait(
+            where=where, why=_rules.pipeline_fill_pending(parity="%u"))
+    else:
+        message = _rules.pipeline_slot_in_use(where=where, why=_rules.pipeline_fill_done(parity="%u"))
+
+    def codegen(context, builder, sig, args):
+        if _checked._note_compiled():
+            ary = context.make_array(sig.args[0])(context, builder, args[0])
+            slot_v = as_i32(context, builder, args[1], sig.args[1])
+            a = builder.add(shared_addr32(builder, ary.data), builder.mul(slot_v, ir.Constant(I32, 8)))
+            p = as_i32(context, builder, args[2], sig.args[2])
+            complete = _pred_asm(builder, text, cons, [a, p])
+            bad = builder.not_(complete) if done else complete
+            vals = [slot_v, as_i32(context, builder, args[3], sig.args[3]),
+                    as_i32(context, builder, args[4], sig.args[4]), p]
+            trap_if(context, builder, bad, f"pipeline {op}", message, vals)
+        return context.get_dummy_value()
+
+    return types.void(bars, slot, parity, count, phase, check, what), codegen
 
 
 @intrinsic
@@ -515,11 +562,11 @@ def _check_init(typingctx, bars, need, threads, what):
             ary = context.make_array(sig.args[0])(context, builder, args[0])
             size = builder.extract_value(ary.shape, 0)
             trap_if(context, builder, builder.icmp_signed("<", size, ir.Constant(size.type, n_need)),
-                    "pipeline init", f"`bars` holds %lld barriers; a {desc} needs {n_need}", [size])
+                    "pipeline init", _rules.pipeline_bars(held="%lld", pipeline=desc, need=n_need), [size])
             nt = block_threads(builder)
             trap_if(context, builder, builder.icmp_unsigned("<", nt, ir.Constant(I32, n_threads)),
-                    "pipeline init", f"the block has %u threads; a {desc} is built for "
-                    f"{n_threads} producer and consumer threads", [nt])
+                    "pipeline init", _rules.pipeline_threads(threads="%u", pipeline=desc, need=n_threads),
+                    [nt])
         return context.get_dummy_value()
 
     return types.void(bars, need, threads, what), codegen
@@ -694,13 +741,20 @@ def producer_acquire(typingctx, pipe, state):
     kind = _pipe_kind("producer_acquire", pipe)
     _check_state("producer_acquire", state)
     sig = types.void(pipe, state)
-    if kind == "group" or _solo(pipe):
+    if kind == "group":
         return sig, _lower(_nothing)
     c = _consts(pipe)
     stages, desc = c["stages"], _describe(kind, c)
+    if _solo(pipe):
+        def solo_impl(pipe, state):
+            # checked mode: the fill this acquire starts must not have landed already
+            _check_fill(pipe.bars, state.slot, np.uint32(state.phase ^ U1), state.step, state.phase, 0, desc)
+
+        return sig, _lower(solo_impl)
 
     def impl(pipe, state):
         _wait(pipe.bars, np.uint32(stages + state.slot), state.phase, state.slot, state.step, 0, desc)
+        _check_fill(pipe.bars, state.slot, np.uint32(state.phase ^ U1), state.step, state.phase, 0, desc)
 
     return sig, _lower(impl)
 
@@ -826,13 +880,20 @@ def consumer_release(typingctx, pipe, state):
     kind = _pipe_kind("consumer_release", pipe)
     _check_state("consumer_release", state)
     sig = types.void(pipe, state)
-    if kind == "group" or _solo(pipe):
+    if kind == "group":
         return sig, _lower(_nothing)
-    stages = _consts(pipe)["stages"]
+    c = _consts(pipe)
+    stages, desc = c["stages"], _describe(kind, c)
+    if _solo(pipe):
+        def solo_impl(pipe, state):
+            _check_fill(pipe.bars, state.slot, state.phase, state.step, state.phase, 1, desc)
+
+        return sig, _lower(solo_impl)
     if kind == "cluster":
-        ctas = _consts(pipe)["ctas"]
+        ctas = c["ctas"]
 
         def cluster_impl(pipe, state):
+            _check_fill(pipe.bars, state.slot, state.phase, state.step, state.phase, 1, desc)
             # every CTA's producer multicasts into this slot: free it in each of them
             for r in range(ctas):
                 mbarrier_arrive(_at(pipe.bars, np.uint32(stages + state.slot)), cta_rank=np.uint32(r))
@@ -840,6 +901,8 @@ def consumer_release(typingctx, pipe, state):
         return sig, _lower(cluster_impl)
 
     def impl(pipe, state):
+        # checked mode: the fill being released has landed (the consumer waited for it)
+        _check_fill(pipe.bars, state.slot, state.phase, state.step, state.phase, 1, desc)
         mbarrier_arrive(_at(pipe.bars, np.uint32(stages + state.slot)))
 
     return sig, _lower(impl)

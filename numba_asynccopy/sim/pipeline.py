@@ -32,6 +32,7 @@ import threading
 
 import numpy as np
 
+from .. import _rules
 from . import _runtime as rt
 from . import bulk as _bulk
 from . import cp_async as _cp
@@ -128,11 +129,18 @@ def _state(api: str, state) -> tuple[int, int, int]:
 
 def _where(api: str, pipe, state) -> str:
     i, p, c = _state(api, state)
-    return f"slot {i} (step {c}, phase {p}) of a {_desc(pipe)}"
+    return _rules.pipeline_where(slot=i, step=c, phase=p, pipeline=_desc(pipe))
 
 
 def _fail(api: str, pipe, state, rule: str) -> rt.SimulatorError:
     return rt.violation(f"pipeline {api}", f"{_where(api, pipe, state)}: {rule}")
+
+
+def _in_use(api: str, pipe, state, why: str) -> rt.SimulatorError:
+    """The rule checked mode traps on at producer_acquire, with what the
+    simulator knows of this thread."""
+    return rt.violation(f"pipeline {api}", _rules.pipeline_slot_in_use(
+        where=_where(api, pipe, state), why=why))
 
 
 def _key(pipe):
@@ -201,13 +209,13 @@ def init(pipe):
     bars = rt.unwrap(pipe.bars)
     need = c["stages"] if _solo(pipe) else 2 * c["stages"]
     if bars.size < need:
-        raise rt.violation("pipeline init", f"`bars` holds {bars.size} barriers; a {_desc(pipe)} "
-                           f"needs {need}")
+        raise rt.violation("pipeline init", _rules.pipeline_bars(held=bars.size, pipeline=_desc(pipe),
+                                                                need=need))
     th, blk = rt.current("pipeline init")
     threads = c["consumers"] + (c["producers"] if kind == "cp_async" else 1)
     if blk.nthreads < threads:
-        raise rt.violation("pipeline init", f"the block has {blk.nthreads} threads; a {_desc(pipe)} "
-                           f"is built for {threads} producer and consumer threads")
+        raise rt.violation("pipeline init", _rules.pipeline_threads(threads=blk.nthreads,
+                                                                   pipeline=_desc(pipe), need=threads))
     t = threading.current_thread()
     if _solo(pipe):  # called by the ring's one thread: no block barrier
         for s in range(c["stages"]):
@@ -249,15 +257,14 @@ def producer_acquire(pipe, state):
     i, p, c = _state(api, state)
     rec = _thread_rec(api, pipe)
     if i in rec["open"]:
-        raise _fail(api, pipe, state, f"second producer_acquire of a slot still in use: this thread "
-                    f"acquired it at state step {rec['open'][i]} and has not committed it")
+        raise _in_use(api, pipe, state, f"this thread acquired it at state step {rec['open'][i]} and "
+                      "has not committed it")
     if c <= rec["acquired"]:
-        raise _fail(api, pipe, state, f"second producer_acquire of a slot still in use: this thread "
-                    f"already acquired state step {rec['acquired']} (advance the state after each "
-                    "stage)")
+        raise _in_use(api, pipe, state, f"this thread already acquired state step {rec['acquired']} "
+                      "(advance the state after each stage)")
     if (kind == "group" or _solo(pipe)) and i in rec["filled"]:
-        raise _fail(api, pipe, state, "second producer_acquire of a slot still in use: the fill of "
-                    f"state step {rec['filled'][i]} was not consumer_release'd by this thread")
+        raise _in_use(api, pipe, state, f"the fill of state step {rec['filled'][i]} was not "
+                      "consumer_release'd by this thread")
     if kind != "group" and not _solo(pipe):
         _blocking_wait(api, pipe, state, pipe.stages + i, p, "free (its consumers never release it)")
     _acquired(rec, i, c)
@@ -278,7 +285,7 @@ def producer_try_acquire(pipe, state):
     i, p, c = _state(api, state)
     rec = _thread_rec(api, pipe)
     if i in rec["open"] or c <= rec["acquired"]:
-        raise _fail(api, pipe, state, "second producer_acquire of a slot still in use")
+        raise _in_use(api, pipe, state, "this thread already acquired this state or a later one")
     ok = bool(_mb.mbarrier_test_wait_parity(_bar(pipe, pipe.stages + i), p))
     if ok:
         _acquired(rec, i, c)
@@ -407,8 +414,8 @@ def consumer_release(pipe, state):
     i, p, c = _state(api, state)
     rec = _thread_rec(api, pipe)
     if rec["waited"].get(i) != c:
-        raise _fail(api, pipe, state, "consumer_release without a consumer_wait of this state "
-                    "in this thread")
+        raise rt.violation(f"pipeline {api}", _rules.pipeline_release_without_wait(
+            where=_where(api, pipe, state), why=" in this thread"))
     del rec["waited"][i]
     if kind == "group" or _solo(pipe):
         prod = rec["filled"].get(i)

@@ -437,7 +437,10 @@ def test_checked_tma_pipeline_run_by_one_thread_names_itself():
     assert re.search(r"checked mode: pipeline consumer_wait: timed out after \d+ ns on slot %u "
                      r"\(step %u, phase %u\) of a tma pipeline \(4 stages, 1 copy per stage, run by "
                      r"one thread\)", text), text
-    assert "pipeline producer_acquire" not in text  # nothing to wait for
+    assert "pipeline producer_acquire: timed out" not in text  # nothing to wait for
+    # but the protocol is checked: a slot acquired again before it was consumed
+    assert "pipeline producer_acquire: slot %u (step %u, phase %u) of a tma pipeline (4 stages, 1 copy " \
+           "per stage, run by one thread): second producer_acquire of a slot still in use" in text
 
 
 @pytest.mark.parametrize("ctas", [2, 4])
@@ -560,6 +563,22 @@ def test_checked_waits_name_the_pipeline_operation():
         toolchain.assemble(raw)  # printf's arguments take a stack frame in checked mode
     except toolchain.ToolMissing as e:
         pytest.skip(str(e))
+
+
+def test_checked_protocol_traps_name_operation_slot_and_phase():
+    # a second acquire of a slot in use, a release without a wait: read off
+    # the slot's full barrier (test_wait) in checked mode, nothing without it
+    text = ptx_strings(ptx("tma_pipe", checked=True))
+    desc = f"a tma pipeline ({STAGES} stages, 1 copy per stage, {CONSUMERS} consumers)"
+    assert (f"checked mode: pipeline producer_acquire: slot %u (step %u, phase %u) of {desc}: second "
+            "producer_acquire of a slot still in use: its full barrier already completed the phase "
+            "(parity %u) this fill is to complete (acquired again without advancing the state)") in text
+    assert (f"checked mode: pipeline consumer_release: slot %u (step %u, phase %u) of {desc}: "
+            "consumer_release without a consumer_wait of this state: the slot's fill has not landed "
+            "(its full barrier's phase of parity %u is incomplete)") in text
+    raw = ptx("tma_pipe", checked=True)
+    assert count(raw, r"mbarrier\.test_wait\.parity") == 2
+    assert count(ptx("tma_pipe"), r"mbarrier\.test_wait\.parity") == 0
 
 
 def small_bars(a):
