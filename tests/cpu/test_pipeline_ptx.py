@@ -472,6 +472,39 @@ def test_cluster_pipeline_ptx(ctas):
     toolchain_assemble(text)
 
 
+@pytest.mark.parametrize("cfg", [(4, 2, 32), (8, 2, 32), (2, 2, 16)])
+def test_ws_reduce_configs_assemble(cfg):
+    # the GPU test's configurations: assemble without local memory, and in
+    # checked mode (whose printf arguments take a stack frame)
+    from numba_asynccopy.examples import ws_reduce as wr
+
+    for checked in (False, True):
+        with ac.checked_mode(checked):
+            text = cuda.compile_ptx(wr.make_ws_reduce(*cfg), wr.SIGNATURE, cc=(9, 0, "a"))[0]
+        assert count(text, r"mbarrier\.arrive\.release\.cluster\.shared::cluster") == cfg[0]
+        if checked:
+            try:
+                toolchain.assemble(text)
+            except toolchain.ToolMissing as e:
+                pytest.skip(str(e))
+        else:
+            toolchain_assemble(text)
+
+
+def test_ws_reduce_rejects_bad_parameters():
+    from numba_asynccopy.examples import ws_reduce as wr
+
+    with pytest.raises(ValueError, match="ctas must be 2, 4 or 8"):
+        wr.make_ws_reduce(3)
+    with pytest.raises(ValueError, match="static shared memory"):
+        wr.make_ws_reduce(8, 2, 64)
+    with pytest.raises(ValueError, match="must split into 4 TMA boxes"):
+        wr.make_ws_reduce(4, 2, 18)
+    assert wr.grid(300, 4) == 12 and wr.BLOCK == 160
+    w, x = np.ones((4, 3), np.float32), np.arange(6, dtype=np.float32).reshape(3, 2)
+    assert np.array_equal(wr.reference(w, x), np.full((4, 2), [6.0, 9.0]))
+
+
 def test_cluster_pipeline_compile_errors():
     assert ("cluster_tma_pipeline: `ctas`=17 is outside 1..16" in compile_error(
         "bars = cuda.shared.array((2, 4), np.uint64)\n"

@@ -333,7 +333,7 @@ def test_checked_misuse_traps_naming_the_pipeline(case, message):
 
 @skip_on_sim(SIM_CLUSTERS)
 @pytest.mark.parametrize("ctas, stages, rows, checked", [
-    (2, 4, 16, False), (4, 3, 32, False), (8, 2, 64, False), (2, 2, 16, True)])
+    (2, 4, 16, False), (4, 2, 32, False), (8, 2, 32, False), (2, 2, 16, True)])
 def test_ws_reduce_cluster_multicast(ctas, stages, rows, checked):
     from numba_asynccopy.examples import ws_reduce as wr
 
