@@ -407,6 +407,23 @@ def test_report_rows_ratios_and_pending():
     assert "SGEMM 1024^3 pipelined" in table  # missing measurements still get their rows
 
 
+def test_report_compares_the_pipelines_with_the_rings_by_hand():
+    from numba_asynccopy.bench import report, suites
+
+    comps = {(c.subject, c.peer): c for c in report.comparisons(quick=True)}
+    n = report.SIZES["quick"]["sgemm"][0]
+    for subject, peer in [("numba_staged_copy", "numba_staged_copy_manual"),
+                          ("numba_bulk_copy", "numba_bulk_copy_manual"),
+                          ("numba_tma_copy", "numba_tma_copy_manual"),
+                          (f"numba_sgemm_pipe_again_{n}", f"numba_sgemm_manual_{n}")]:
+        c = comps[(subject, peer)]
+        assert c.target == 0.99 and c.better == "higher" and "pipeline vs hand-written" in c.benchmark
+    # the suites record both sides (a suite that dies early reports them as missing)
+    assert "numba_staged_copy_manual" in suites.suite_keys("copy", quick=True)
+    keys = suites.suite_keys("sgemm", quick=True)
+    assert f"numba_sgemm_manual_{n}" in keys and f"numba_sgemm_pipe_again_{n}" in keys
+
+
 def test_report_time_ratio_for_lower_is_better():
     from numba_asynccopy.bench import report
     from numba_asynccopy.bench.suites import Measurement
