@@ -280,7 +280,7 @@ def _acquired(rec: dict, i: int, c: int) -> None:
 def producer_try_acquire(pipe, state):
     api = "producer_try_acquire"
     if _kind(api, pipe) == "group" or _solo(pipe):
-        what = "a group pipeline" if _solo(pipe) is False else "a tma pipeline run by one thread (consumers=0)"
+        what = "a tma pipeline run by one thread (consumers=0)" if _solo(pipe) else "a group pipeline"
         raise TypeError(f"producer_try_acquire: {what} has nothing to test")
     i, p, c = _state(api, state)
     rec = _thread_rec(api, pipe)
