@@ -31,6 +31,10 @@ from .bulk_copy import (  # noqa: F401 (the launch helpers, re-exported)
     BLOCK, SIGNATURE, check_config, grid_for, grid_for_runs, smem_bytes,
     tile_words)
 
+#: the factory, and the launch helpers of the pipelined module, re-exported
+__all__ = ["BLOCK", "SIGNATURE", "check_config", "grid_for", "grid_for_runs", "make_bulk_copy",
+           "smem_bytes", "tile_words"]
+
 
 @lru_cache(maxsize=None)
 def make_bulk_copy(stages: int = 4, chunk_bytes: int = 8192, run: int = 0):

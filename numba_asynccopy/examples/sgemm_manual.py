@@ -29,6 +29,10 @@ from numba_asynccopy import load4, store4
 
 from .sgemm import BK, BM, BN, BLOCK, HALF, QM, QN, SIGNATURE, check_shape, flops, grid  # noqa: F401
 
+#: the factory, and the launch helpers of the pipelined module, re-exported
+__all__ = ["BK", "BLOCK", "BM", "BN", "HALF", "QM", "QN", "SIGNATURE", "check_shape", "flops",
+           "grid", "make_sgemm"]
+
 
 @lru_cache(maxsize=None)
 def make_sgemm(stages: int = 3):

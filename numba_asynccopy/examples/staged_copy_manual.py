@@ -32,6 +32,10 @@ from .staged_copy import (  # noqa: F401 (the launch helpers, re-exported)
     STATIC_SMEM_LIMIT, SIGNATURE, grid_for, grid_for_runs, smem_bytes,
     tile_words)
 
+#: the factory, and the launch helpers of the pipelined module, re-exported
+__all__ = ["SIGNATURE", "STATIC_SMEM_LIMIT", "grid_for", "grid_for_runs", "make_staged_copy",
+           "smem_bytes", "tile_words"]
+
 
 @lru_cache(maxsize=None)
 def make_staged_copy(stages: int = 4, chunk_bytes: int = 16, block: int = 256, per_thread: int = 2,

@@ -31,6 +31,10 @@ from .tma_copy import (  # noqa: F401 (the launch helpers, re-exported)
     BLOCK, SIGNATURE, box_bytes, check_config, grid_for, grid_for_runs,
     make_maps)
 
+#: the factory, and the launch helpers of the pipelined module, re-exported
+__all__ = ["BLOCK", "SIGNATURE", "box_bytes", "check_config", "grid_for", "grid_for_runs",
+           "make_maps", "make_tma_copy"]
+
 
 @lru_cache(maxsize=None)
 def make_tma_copy(stages: int = 4, box: tuple[int, int] = (32, 64), run: int = 0):
