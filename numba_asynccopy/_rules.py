@@ -175,3 +175,25 @@ barrier_unfenced = _rule(
     "the async proxy: after mbarrier_init, the initialising thread calls fence_proxy_async("
     "\"shared::cta\") (fence_mbarrier_init() for a barrier other CTAs use too), then "
     "cuda.syncthreads(), before the first copy that completes on it")
+
+# Pipelines (ac.pipeline): where a message points, and the protocol's rules.
+pipeline_where = _rule("pipeline_where", "slot {slot} (step {step}, phase {phase}) of a {pipeline}")
+pipeline_wait_timeout = _rule(
+    "pipeline_wait_timeout", "timed out after {ns} ns on {where}: {side} never came (barrier word {word})")
+pipeline_bars = _rule("pipeline_bars", "`bars` holds {held} barriers; a {pipeline} needs {need}")
+pipeline_threads = _rule(
+    "pipeline_threads",
+    "the block has {threads} threads; a {pipeline} is built for {need} producer and consumer threads")
+pipeline_slot_in_use = _rule(
+    "pipeline_slot_in_use", "{where}: second producer_acquire of a slot still in use: {why}")
+#: the ``why`` of pipeline_slot_in_use where the device sees it: the slot's full barrier
+pipeline_fill_done = _rule(
+    "pipeline_fill_done",
+    "its full barrier already completed the phase (parity {parity}) this fill is to complete "
+    "(acquired again without advancing the state)")
+pipeline_release_without_wait = _rule(
+    "pipeline_release_without_wait", "{where}: consumer_release without a consumer_wait of this state{why}")
+#: the ``why`` of pipeline_release_without_wait where the device sees it
+pipeline_fill_pending = _rule(
+    "pipeline_fill_pending",
+    ": the slot's fill has not landed (its full barrier's phase of parity {parity} is incomplete)")

@@ -7,7 +7,7 @@ module writes that protocol once, with the vocabulary of CuTe DSL's
 ``cutlass.pipeline`` and CCCL's ``cuda::pipeline``, so a kernel never
 computes a slot, a phase, a parity or a transaction byte count by hand.
 
-Three kinds, built inside the kernel (the constants are compile-time, the
+Four kinds, built inside the kernel (the constants are compile-time, the
 pipeline value is a tuple whose type carries them):
 
 - :func:`group_pipeline` - cp.async commit/wait groups (Ampere style, no
@@ -21,7 +21,12 @@ pipeline value is a tuple whose type carries them):
   producer issues its copies *through* the pipeline (:func:`copy_bulk`,
   :func:`copy_tensor`), each arming the slot's barrier with its own byte
   count (the destination view's bytes, a constant when the view's shape is)
-  in the same instruction as its arrival, before the copy.
+  in the same instruction as its arrival, before the copy;
+- :func:`cluster_tma_pipeline` - the same across the ``ctas`` CTAs of a
+  cluster: each CTA's producer multicasts its part of a stage to every CTA
+  (its own barrier armed with the part's bytes times the CTAs), and
+  ``consumer_release`` frees the slot in every CTA (a remote arrive with
+  ``cta_rank=``), so no producer overwrites a slot a peer still reads.
 
 The state (:class:`PipelineState`: ``slot``, ``phase`` bit, ``step``
 count of advances, all uint32) is a value: ``state = advance(pipe, state)``.
@@ -31,12 +36,14 @@ Producers start from :func:`producer_start`, consumers from
 :func:`consumer_wait` (:func:`consumer_try_wait`), :func:`consumer_release`,
 :func:`producer_tail`.
 
+``tma_pipeline(bars, stages, consumers=0)`` is a ring run by ONE thread
+(it copies in and consumes, e.g. with bulk stores, and frees each slot by
+its own order): full barriers only, and acquire/release emit nothing.
+
 Warp specialization is the same pipelines with the thread counts of the
 roles: a producer warp where one elected lane (``ac.elect_sync()``) issues
-TMA copies, and ``consumers`` threads in the other warps.  (A cluster
-variant, copies multicast to several CTAs with their barriers armed in each,
-would be another constructor with a ``cluster`` shape and a
-``multicast_mask`` on the copies; the operations keep their names.)
+TMA copies, and ``consumers`` threads in the other warps (or one lane per
+consumer warp after a ``cuda.syncwarp()``).
 
 Protocol checks: in checked mode the blocking waits are bounded and their
 timeout names the pipeline operation, the slot, the state's step and phase, and
@@ -81,13 +88,15 @@ from llvmlite import ir
 from numba import cuda
 from numba.core import cgutils, types
 
+from . import _rules
 from . import checked as _checked
 from ._compat import TypingError, compile_cc, intrinsic
 from ._lowering import I32, I64, as_i32, block_threads, shared_addr32, trap_if
-from ._regions import check_barrier, literal_value
+from ._regions import check_barrier, is_absent, literal_value
 from .bulk import cp_async_bulk_g2s, validate_bulk_g2s
 from .cp_async import commit_group, wait_all, wait_group
-from .fence import fence_proxy_async
+from .cluster import cluster_sync
+from .fence import fence_mbarrier_init, fence_proxy_async
 from .mbarrier import (
     MAX_COUNT,
     cp_async_mbarrier_arrive,
@@ -95,6 +104,7 @@ from .mbarrier import (
     mbarrier_arrive,
     mbarrier_arrive_expect_tx,
     mbarrier_init,
+    _pred_asm,
     mbarrier_test_wait_parity,
     ptx_wait,
     validate_wait,
@@ -112,16 +122,23 @@ GroupPipeline = namedtuple("GroupPipeline", ["stages", "shared"])
 CpAsyncPipeline = namedtuple("CpAsyncPipeline", ["bars", "stages", "producers", "consumers"])
 #: bulk/TMA on transaction barriers, same barrier layout; ``copies`` per stage.
 TmaPipeline = namedtuple("TmaPipeline", ["bars", "stages", "consumers", "copies"])
+#: bulk/TMA multicast to the ``ctas`` CTAs of a cluster, same barrier layout in each CTA.
+ClusterTmaPipeline = namedtuple("ClusterTmaPipeline", ["bars", "stages", "consumers", "ctas", "copies"])
 
-KINDS = {GroupPipeline: "group", CpAsyncPipeline: "cp_async", TmaPipeline: "tma"}
+KINDS = {GroupPipeline: "group", CpAsyncPipeline: "cp_async", TmaPipeline: "tma",
+         ClusterTmaPipeline: "cluster"}
+#: the kinds whose copies go through the pipeline (transaction barriers)
+TX_KINDS = ("tma", "cluster")
 
 __all__ = [
+    "ClusterTmaPipeline",
     "CpAsyncPipeline",
     "GroupPipeline",
     "PipelineState",
     "TmaPipeline",
     "advance",
     "barrier_count",
+    "cluster_tma_pipeline",
     "consumer_release",
     "consumer_start",
     "consumer_try_wait",
@@ -171,13 +188,18 @@ def _pipe_kind(api: str, pipe) -> str:
         return KINDS[cls]
     raise TypingError(
         f"{api}: `pipe` must be a pipeline built in the kernel by ac.pipeline.group_pipeline, "
-        f"cp_async_pipeline or tma_pipeline, got {pipe}")
+        f"cp_async_pipeline, tma_pipeline or cluster_tma_pipeline, got {pipe}")
 
 
 def _consts(pipe) -> dict:
     """The pipeline's compile-time constants by field name."""
     return {f: t.literal_value for f, t in zip(pipe.instance_class._fields, pipe.types)
             if isinstance(t, types.Literal)}
+
+
+def _solo(pipe) -> bool:
+    """A tma pipeline run by one thread (``consumers=0``): no empty barriers."""
+    return _consts(pipe).get("consumers", 1) == 0
 
 
 def _check_state(api: str, state) -> None:
@@ -194,8 +216,13 @@ def _describe(kind: str, c: dict) -> str:
     if kind == "cp_async":
         return (f"cp_async pipeline ({c['stages']} stages, {c['producers']} producers, "
                 f"{c['consumers']} consumers)")
+    if kind == "cluster":
+        return (f"cluster tma pipeline ({c['stages']} stages, {c['ctas']} CTAs, {c['copies']} "
+                f"cop{'y' if c['copies'] == 1 else 'ies'} per stage and CTA, {c['consumers']} "
+                "consumers per CTA)")
+    who = f"{c['consumers']} consumers" if c["consumers"] else "run by one thread"
     return (f"tma pipeline ({c['stages']} stages, {c['copies']} cop{'y' if c['copies'] == 1 else 'ies'} "
-            f"per stage, {c['consumers']} consumers)")
+            f"per stage, {who})")
 
 
 BARS = types.Array(types.uint64, 1, "C")
@@ -328,6 +355,14 @@ def tma_pipeline(typingctx, bars, stages, consumers, copies=1):
     - ``consumers``: arrivals that release a stage: the threads that call
       ``consumer_release`` for every stage (all consumer threads, or one lane
       per consumer warp after a ``cuda.syncwarp()``: then the warp count).
+      ``consumers=0``: ONE thread runs the whole ring (it issues the copies
+      and consumes the slots, for example with bulk stores) and frees a slot
+      by its own program order (``bulk_wait_group(..., read=True)`` after
+      the store that read it), so there are no empty barriers: ``bars``
+      needs only ``stages`` barriers (``cuda.shared.array(STAGES,
+      np.uint64)``), and ``producer_acquire``, ``consumer_release`` and
+      ``producer_tail`` emit nothing (the simulator still checks their
+      order: a slot acquired again before its release is an error).
     - ``copies``: copies issued into every stage through :func:`copy_bulk` /
       :func:`copy_tensor` (one thread issues them, usually the elected lane
       of a producer warp).  Each copy arrives on the slot's barrier with its
@@ -343,7 +378,7 @@ def tma_pipeline(typingctx, bars, stages, consumers, copies=1):
     api = "tma_pipeline"
     _check_bars(api, bars)
     s = _count(api, "stages", stages, 1, MAX_STAGES)
-    c = _count(api, "consumers", consumers, 1, MAX_COUNT)
+    c = _count(api, "consumers", consumers, 0, MAX_COUNT)
     n = _count(api, "copies", copies, 1, MAX_COUNT)
     ret = types.NamedTuple([BARS, types.literal(s), types.literal(c), types.literal(n)], TmaPipeline)
 
@@ -351,6 +386,65 @@ def tma_pipeline(typingctx, bars, stages, consumers, copies=1):
         return _build(context, builder, sig, [args[0], None, None, None])
 
     return ret(bars, stages, consumers, copies), codegen
+
+
+#: CTAs a cluster pipeline multicasts to (a 16-bit multicast mask)
+MAX_CTAS = 16
+
+
+@intrinsic
+def cluster_tma_pipeline(typingctx, bars, stages, consumers, ctas, copies=1):
+    """A ring of ``stages`` slots in each of the ``ctas`` CTAs of a cluster
+    (ranks 0 .. ctas-1), filled by multicast bulk or TMA copies: every CTA's
+    producer loads its part of a stage and multicasts it to the same slot of
+    every CTA, so each CTA's ring receives the whole stage while global
+    memory is read once per cluster.
+
+    - ``bars``: a shared ``uint64`` array of ``2 * stages`` barriers in every
+      CTA, ``cuda.shared.array((2, STAGES), np.uint64)``; :func:`init` (all
+      threads of every CTA) initialises them and synchronises the cluster.
+    - ``consumers``: release arrivals per stage *in each CTA* (all consumer
+      threads, or one lane per consumer warp).  A slot is free for a
+      producer only when the consumers of every CTA released it (its
+      multicast overwrites the slot everywhere), so ``consumer_release``
+      arrives on the slot's empty barrier of every CTA of the cluster
+      (``mbarrier_arrive(..., cta_rank=r)``), and each empty barrier counts
+      ``consumers * ctas`` arrivals.
+    - ``copies``: copies each CTA's producer issues into every stage
+      (:func:`copy_tensor` / :func:`copy_bulk`).  Every CTA issues the same
+      copies (same byte counts, different parts), each multicast to all
+      ``ctas`` CTAs: a copy of ``b`` bytes arms the producer's own full
+      barrier with ``b * ctas`` bytes (the bytes its peers' copies land
+      there), in its arrival, before the copy.
+
+    Launch with a cluster of exactly ``ctas`` CTAs (``ac.cluster_dims``);
+    end the kernel with ``producer_tail`` on the producer and
+    ``ac.cluster_sync()`` in every thread, so that no CTA exits while a
+    peer may still write into it.
+
+    Example::
+
+        bars = cuda.shared.array((2, STAGES), np.uint64)
+        pipe = ac.pipeline.cluster_tma_pipeline(bars, STAGES, consumers=4, ctas=2)
+        ac.pipeline.init(pipe)                     # every thread of every CTA
+        rank = ac.cluster_cta_rank()
+        # producer (elected lane): this CTA's half of the tile, to both CTAs
+        ac.pipeline.copy_tensor(pipe, st, ring[st.slot, 16 * rank:16 * rank + 16], tmap,
+                                (32 * t + 16 * rank, 0))
+    """
+    api = "cluster_tma_pipeline"
+    _check_bars(api, bars)
+    s = _count(api, "stages", stages, 1, MAX_STAGES)
+    k = _count(api, "ctas", ctas, 1, MAX_CTAS)
+    c = _count(api, "consumers", consumers, 1, MAX_COUNT // k)
+    n = _count(api, "copies", copies, 1, MAX_COUNT)
+    ret = types.NamedTuple([BARS, types.literal(s), types.literal(c), types.literal(k), types.literal(n)],
+                           ClusterTmaPipeline)
+
+    def codegen(context, builder, sig, args):
+        return _build(context, builder, sig, [args[0], None, None, None, None])
+
+    return ret(bars, stages, consumers, ctas, copies), codegen
 
 
 # --- lowering helpers -------------------------------------------------------------
@@ -381,15 +475,60 @@ def _wait(typingctx, bars, k, parity, slot, count, op, what):
         def timed_out(word):
             slot_v = as_i32(context, builder, args[3], sig.args[3])
             count_v = as_i32(context, builder, args[4], sig.args[4])
+            where = _rules.pipeline_where(slot="%u", step="%u", phase="%u", pipeline=desc)
             return (f"pipeline {name}",
-                    f"timed out after {_checked.wait_timeout_ns()} ns on slot %u (step %u, phase %u) "
-                    f"of a {desc}: {side} never came (barrier word 0x%016llx)",
+                    _rules.pipeline_wait_timeout(ns=_checked.wait_timeout_ns(), where=where, side=side,
+                                                 word="0x%016llx"),
                     [slot_v, count_v, p, word])
 
         emit_bounded_wait(context, builder, name, wait_text, wait_cons, a, p, timed_out)
         return context.get_dummy_value()
 
     return types.void(bars, k, parity, slot, count, op, what), codegen
+
+
+#: the protocol checks of checked mode: (operation, the phase must be complete?)
+CHECKS = (("producer_acquire", False), ("consumer_release", True))
+
+
+@intrinsic
+def _check_fill(typingctx, bars, slot, parity, count, phase, check, what):
+    """Checked mode: the protocol at this operation, read off the slot's full
+    barrier with ``mbarrier.test_wait.parity`` (nothing in plain mode).
+
+    - ``producer_acquire`` (``check`` 0): the phase of parity ``parity``
+      that this fill completes must still be open, or the slot is being
+      acquired a second time (its fill already landed);
+    - ``consumer_release`` (``check`` 1): that phase must be complete, or
+      the consumer releases a fill it never waited for.
+
+    Neither can fire in a correct program: a fill's phase completes only
+    after its producer's arrivals, and the next fill of the slot needs this
+    release."""
+    op, done = CHECKS[literal_value(check, "pipeline", "check")]
+    desc = literal_value(what, "pipeline", "what", kind=str)
+    text, cons = ptx_wait(validate_wait(op, "test_wait", True, None, None))
+    where = _rules.pipeline_where(slot="%u", step="%u", phase="%u", pipeline=desc)
+    if done:
+        message = _rules.pipeline_release_without_wait(
+            where=where, why=_rules.pipeline_fill_pending(parity="%u"))
+    else:
+        message = _rules.pipeline_slot_in_use(where=where, why=_rules.pipeline_fill_done(parity="%u"))
+
+    def codegen(context, builder, sig, args):
+        if _checked._note_compiled():
+            ary = context.make_array(sig.args[0])(context, builder, args[0])
+            slot_v = as_i32(context, builder, args[1], sig.args[1])
+            a = builder.add(shared_addr32(builder, ary.data), builder.mul(slot_v, ir.Constant(I32, 8)))
+            p = as_i32(context, builder, args[2], sig.args[2])
+            complete = _pred_asm(builder, text, cons, [a, p])
+            bad = builder.not_(complete) if done else complete
+            vals = [slot_v, as_i32(context, builder, args[3], sig.args[3]),
+                    as_i32(context, builder, args[4], sig.args[4]), p]
+            trap_if(context, builder, bad, f"pipeline {op}", message, vals)
+        return context.get_dummy_value()
+
+    return types.void(bars, slot, parity, count, phase, check, what), codegen
 
 
 @intrinsic
@@ -423,11 +562,11 @@ def _check_init(typingctx, bars, need, threads, what):
             ary = context.make_array(sig.args[0])(context, builder, args[0])
             size = builder.extract_value(ary.shape, 0)
             trap_if(context, builder, builder.icmp_signed("<", size, ir.Constant(size.type, n_need)),
-                    "pipeline init", f"`bars` holds %lld barriers; a {desc} needs {n_need}", [size])
+                    "pipeline init", _rules.pipeline_bars(held="%lld", pipeline=desc, need=n_need), [size])
             nt = block_threads(builder)
             trap_if(context, builder, builder.icmp_unsigned("<", nt, ir.Constant(I32, n_threads)),
-                    "pipeline init", f"the block has %u threads; a {desc} is built for "
-                    f"{n_threads} producer and consumer threads", [nt])
+                    "pipeline init", _rules.pipeline_threads(threads="%u", pipeline=desc, need=n_threads),
+                    [nt])
         return context.get_dummy_value()
 
     return types.void(bars, need, threads, what), codegen
@@ -485,7 +624,9 @@ def _wait_all(pipe, state):
 def init(typingctx, pipe):
     """Initialise the pipeline's barriers; call it from every thread of the
     block (thread 0 initialises, then a block barrier publishes them).  A
-    group pipeline has nothing to initialise.
+    group pipeline has nothing to initialise.  A tma pipeline run by one
+    thread (``consumers=0``): call it from that thread only (it initialises
+    the full barriers itself, no block barrier).
 
     Example::
 
@@ -499,10 +640,34 @@ def init(typingctx, pipe):
     desc = _describe(kind, c)
     stages = c["stages"]
     full = c["producers"] if kind == "cp_async" else c["copies"]
-    empty = c["consumers"]
+    empty = c["consumers"] * c.get("ctas", 1)  # a cluster pipeline: every CTA's consumers
     threads = c["consumers"] + (c["producers"] if kind == "cp_async" else 1)
-    need = 2 * stages
-    tx = kind == "tma"
+    solo = empty == 0  # a tma ring run by one thread: full barriers only
+    need = stages if solo else 2 * stages
+    tx = kind in TX_KINDS
+
+    if kind == "cluster":
+        def cluster_impl(pipe):
+            _check_init(pipe.bars, need, threads, desc)
+            if cuda.threadIdx.x == 0 and cuda.threadIdx.y == 0 and cuda.threadIdx.z == 0:
+                for s in range(stages):
+                    mbarrier_init(_at(pipe.bars, s), full)
+                    mbarrier_init(_at(pipe.bars, stages + s), empty)
+                fence_mbarrier_init()  # visible to the cluster's remote arrivals
+                fence_proxy_async("shared::cta")  # and to the copy engine
+            cluster_sync()  # no peer arrives or multicasts before every CTA initialised
+
+        return types.void(pipe), _lower(cluster_impl)
+
+    if solo:
+        def solo_impl(pipe):
+            # the ring's one thread initialises and uses the barriers: no block barrier
+            _check_init(pipe.bars, need, threads, desc)
+            for s in range(stages):
+                mbarrier_init(_at(pipe.bars, s), full)
+            fence_proxy_async("shared::cta")  # the inits, before the copy engine sees them
+
+        return types.void(pipe), _lower(solo_impl)
 
     def impl(pipe):
         _check_init(pipe.bars, need, threads, desc)
@@ -580,9 +745,16 @@ def producer_acquire(typingctx, pipe, state):
         return sig, _lower(_nothing)
     c = _consts(pipe)
     stages, desc = c["stages"], _describe(kind, c)
+    if _solo(pipe):
+        def solo_impl(pipe, state):
+            # checked mode: the fill this acquire starts must not have landed already
+            _check_fill(pipe.bars, state.slot, np.uint32(state.phase ^ U1), state.step, state.phase, 0, desc)
+
+        return sig, _lower(solo_impl)
 
     def impl(pipe, state):
         _wait(pipe.bars, np.uint32(stages + state.slot), state.phase, state.slot, state.step, 0, desc)
+        _check_fill(pipe.bars, state.slot, np.uint32(state.phase ^ U1), state.step, state.phase, 0, desc)
 
     return sig, _lower(impl)
 
@@ -602,8 +774,9 @@ def producer_try_acquire(typingctx, pipe, state):
     """
     kind = _pipe_kind("producer_try_acquire", pipe)
     _check_state("producer_try_acquire", state)
-    if kind == "group":
-        raise TypingError("producer_try_acquire: a group pipeline has nothing to test (its "
+    if kind == "group" or _solo(pipe):
+        what = "a group pipeline" if kind == "group" else "a tma pipeline run by one thread (consumers=0)"
+        raise TypingError(f"producer_try_acquire: {what} has nothing to test (its "
                           "producer_acquire never waits); use producer_acquire")
     stages = _consts(pipe)["stages"]
 
@@ -630,7 +803,7 @@ def producer_commit(typingctx, pipe, state):
     sig = types.void(pipe, state)
     if kind == "group":
         return sig, _lower(_commit)
-    if kind == "tma":
+    if kind in TX_KINDS:
         return sig, _lower(_nothing)
 
     def impl(pipe, state):
@@ -709,9 +882,27 @@ def consumer_release(typingctx, pipe, state):
     sig = types.void(pipe, state)
     if kind == "group":
         return sig, _lower(_nothing)
-    stages = _consts(pipe)["stages"]
+    c = _consts(pipe)
+    stages, desc = c["stages"], _describe(kind, c)
+    if _solo(pipe):
+        def solo_impl(pipe, state):
+            _check_fill(pipe.bars, state.slot, state.phase, state.step, state.phase, 1, desc)
+
+        return sig, _lower(solo_impl)
+    if kind == "cluster":
+        ctas = c["ctas"]
+
+        def cluster_impl(pipe, state):
+            _check_fill(pipe.bars, state.slot, state.phase, state.step, state.phase, 1, desc)
+            # every CTA's producer multicasts into this slot: free it in each of them
+            for r in range(ctas):
+                mbarrier_arrive(_at(pipe.bars, np.uint32(stages + state.slot)), cta_rank=np.uint32(r))
+
+        return sig, _lower(cluster_impl)
 
     def impl(pipe, state):
+        # checked mode: the fill being released has landed (the consumer waited for it)
+        _check_fill(pipe.bars, state.slot, state.phase, state.step, state.phase, 1, desc)
         mbarrier_arrive(_at(pipe.bars, np.uint32(stages + state.slot)))
 
     return sig, _lower(impl)
@@ -732,6 +923,8 @@ def producer_tail(typingctx, pipe, state):
     sig = types.void(pipe, state)
     if kind == "group":
         return sig, _lower(_wait_all)
+    if _solo(pipe):
+        return sig, _lower(_nothing)
     c = _consts(pipe)
     stages, desc = c["stages"], _describe(kind, c)
     last = np.uint32(stages - 1)
@@ -750,42 +943,79 @@ def producer_tail(typingctx, pipe, state):
 
 def _tma_only(api: str, pipe, state) -> None:
     kind = _pipe_kind(api, pipe)
-    if kind != "tma":
+    if kind not in TX_KINDS:
         raise TypingError(f"{api}: copies through the pipeline need a tma_pipeline "
                           f"(transaction barriers), got a {kind} pipeline; issue cp_async "
                           "yourself between producer_acquire and producer_commit")
     _check_state(api, state)
 
 
+def _copy_plan(api: str, pipe) -> tuple[int, int]:
+    """(bytes factor, multicast mask) of a copy through ``pipe``: a cluster
+    pipeline multicasts to all its CTAs, so the producer's own barrier
+    receives every CTA's copy of the same size."""
+    c = _consts(pipe)
+    if _pipe_kind(api, pipe) == "cluster":
+        return c["ctas"], (1 << c["ctas"]) - 1
+    return 1, 0
+
+
 @intrinsic
-def copy_bulk(typingctx, pipe, state, dst, src):
+def copy_bulk(typingctx, pipe, state, dst, src, cache_policy=None):
     """Bulk-copy ``src`` (global) into ``dst`` (shared) as one of the copies
     of slot ``state.slot`` of a tma pipeline: arrive on the slot's full
-    barrier expecting ``dst``'s bytes, then ``cp_async_bulk_g2s``.
+    barrier expecting ``dst``'s bytes, then ``cp_async_bulk_g2s``.  In a
+    cluster pipeline the copy is multicast to every CTA of the cluster and
+    the arrival expects ``dst``'s bytes times the CTAs.  ``cache_policy``:
+    a uint64 from ``ac.createpolicy_fractional``, passed to the copy.
 
     Example::
 
         ac.pipeline.copy_bulk(pipe, st, ring[st.slot], src[b:b + words])
     """
     _tma_only("copy_bulk", pipe, state)
-    validate_bulk_g2s(dst, src, BARS, types.Omitted(None), types.Omitted(None))
+    validate_bulk_g2s(dst, src, BARS, types.Omitted(None), cache_policy)
+    times, mask = _copy_plan("copy_bulk", pipe)
+    policy = not is_absent(cache_policy)
+    u_times, u_mask = np.uint32(times), np.uint16(mask)
 
-    def impl(pipe, state, dst, src):
+    # one implementation per form (no untaken branch to type)
+    def multicast_policy(pipe, state, dst, src, cache_policy):
+        bar = _at(pipe.bars, state.slot)
+        mbarrier_arrive_expect_tx(bar, np.uint32(np.uint32(dst.size * dst.itemsize) * u_times))
+        cp_async_bulk_g2s(dst, src, bar, multicast_mask=u_mask, cache_policy=cache_policy)
+
+    def multicast(pipe, state, dst, src, cache_policy):
+        bar = _at(pipe.bars, state.slot)
+        mbarrier_arrive_expect_tx(bar, np.uint32(np.uint32(dst.size * dst.itemsize) * u_times))
+        cp_async_bulk_g2s(dst, src, bar, multicast_mask=u_mask)
+
+    def local_policy(pipe, state, dst, src, cache_policy):
+        bar = _at(pipe.bars, state.slot)
+        mbarrier_arrive_expect_tx(bar, np.uint32(dst.size * dst.itemsize))
+        cp_async_bulk_g2s(dst, src, bar, cache_policy=cache_policy)
+
+    def local(pipe, state, dst, src, cache_policy):
         bar = _at(pipe.bars, state.slot)
         mbarrier_arrive_expect_tx(bar, np.uint32(dst.size * dst.itemsize))
         cp_async_bulk_g2s(dst, src, bar)
 
-    return types.void(pipe, state, dst, src), _lower(impl)
+    impl = {(True, True): multicast_policy, (True, False): multicast,
+            (False, True): local_policy, (False, False): local}[(bool(mask), policy)]
+    return types.void(pipe, state, dst, src, cache_policy), _lower(impl)
 
 
 @intrinsic
-def copy_tensor(typingctx, pipe, state, dst, tensor_map, coords, fence=True):
+def copy_tensor(typingctx, pipe, state, dst, tensor_map, coords, fence=True, cache_policy=None):
     """TMA-load the box of ``tensor_map`` at ``coords`` into ``dst`` as one of
     the copies of slot ``state.slot`` of a tma pipeline: arrive on the
     slot's full barrier expecting ``dst``'s bytes (a tile is exactly one box:
     checked mode compares them with the map's box bytes), then
     ``cp_async_bulk_tensor_load``.  ``fence=False`` skips the tensormap proxy
-    fence (call ``ac.fence_proxy_tensormap`` once first).
+    fence (call ``ac.fence_proxy_tensormap`` once first).  In a cluster
+    pipeline the box is multicast to every CTA of the cluster and the
+    arrival expects its bytes times the CTAs.  ``cache_policy``: a uint64
+    from ``ac.createpolicy_fractional``, passed to the load.
 
     Example::
 
@@ -795,14 +1025,37 @@ def copy_tensor(typingctx, pipe, state, dst, tensor_map, coords, fence=True):
     f = literal_value(fence, "copy_tensor", "fence", kind=bool)
     if not isinstance(f, bool):
         raise TypingError(f"copy_tensor: `fence` must be a bool constant, got {f!r}")
-    validate_load(dst, tensor_map, coords, BARS, types.Omitted(None), types.Omitted(None), fence)
+    validate_load(dst, tensor_map, coords, BARS, types.Omitted(None), cache_policy, fence)
+    times, mask = _copy_plan("copy_tensor", pipe)
+    policy = not is_absent(cache_policy)
+    u_times, u_mask = np.uint32(times), np.uint16(mask)
 
-    def impl(pipe, state, dst, tensor_map, coords, fence):
+    # one implementation per form (no untaken branch to type)
+    def multicast_policy(pipe, state, dst, tensor_map, coords, fence, cache_policy):
+        bar = _at(pipe.bars, state.slot)
+        mbarrier_arrive_expect_tx(bar, np.uint32(np.uint32(dst.size * dst.itemsize) * u_times))
+        cp_async_bulk_tensor_load(dst, tensor_map, coords, bar, multicast_mask=u_mask,
+                                  cache_policy=cache_policy, fence=f)
+
+    def multicast(pipe, state, dst, tensor_map, coords, fence, cache_policy):
+        bar = _at(pipe.bars, state.slot)
+        mbarrier_arrive_expect_tx(bar, np.uint32(np.uint32(dst.size * dst.itemsize) * u_times))
+        cp_async_bulk_tensor_load(dst, tensor_map, coords, bar, multicast_mask=u_mask, fence=f)
+
+    def local_policy(pipe, state, dst, tensor_map, coords, fence, cache_policy):
+        bar = _at(pipe.bars, state.slot)
+        mbarrier_arrive_expect_tx(bar, np.uint32(dst.size * dst.itemsize))
+        cp_async_bulk_tensor_load(dst, tensor_map, coords, bar, cache_policy=cache_policy, fence=f)
+
+    def local(pipe, state, dst, tensor_map, coords, fence, cache_policy):
         bar = _at(pipe.bars, state.slot)
         mbarrier_arrive_expect_tx(bar, np.uint32(dst.size * dst.itemsize))
         cp_async_bulk_tensor_load(dst, tensor_map, coords, bar, fence=f)
 
-    return types.void(pipe, state, dst, tensor_map, coords, fence), _lower(impl)
+    impl = {(True, True): multicast_policy, (True, False): multicast,
+            (False, True): local_policy, (False, False): local}[(bool(mask), policy)]
+
+    return types.void(pipe, state, dst, tensor_map, coords, fence, cache_policy), _lower(impl)
 
 
 from . import sim as _sim  # noqa: E402

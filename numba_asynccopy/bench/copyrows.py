@@ -1,6 +1,8 @@
 """What the three copy suites (staged ``copy``, ``bulk``, ``tma``) share: the
 output check, the torch copy row, the brief sweep and the fastest
-configuration's full timing beside its CUDA C++ twin.
+configuration's full timing beside the same configuration with the ring
+written by hand (the ``*_manual`` example: rows "pipeline vs hand-written")
+and its CUDA C++ twin.
 """
 
 from __future__ import annotations
@@ -59,23 +61,43 @@ def sweep(r: "Recorder", entries: list[Entry], nbytes: float, check) -> tuple | 
     return best
 
 
+#: the hand-written peer of a sweep: key, label, and a factory that compiles
+#: the ``*_manual`` kernel for a configuration and returns its launch
+Manual = tuple[str, str, Callable[[dict], Callable[[], None]]]
+
+
 def fastest_then_twin(r: "Recorder", keys: tuple[str, str], labels: tuple[str, str],
                       entries: list[Entry], nbytes: float, check,
-                      make_twin: Callable[[dict], Callable[[], None]]) -> None:
-    """Sweep ``entries``, time the fastest fully under ``keys[0]``, then the
-    twin that ``make_twin(config)`` launches in that configuration under
-    ``keys[1]``."""
+                      make_twin: Callable[[dict], Callable[[], None]],
+                      manual: Manual | None = None) -> None:
+    """Sweep ``entries``, time the fastest fully under ``keys[0]``, then (with
+    ``manual``) the hand-written ring in that configuration, then the twin
+    that ``make_twin(config)`` launches in it under ``keys[1]``."""
     (key, twin_key), (label, twin_label) = keys, labels
     best = sweep(r, entries, nbytes, check)
     if best is None:
         r.fail(key, label, "numba", "TB/s", "error: no configuration of the sweep ran (see the sweep rows)")
+        if manual is not None:
+            r.fail(manual[0], manual[1], "numba", "TB/s", "error: no configuration to mirror")
         r.fail(twin_key, twin_label, "cuda-c++", "TB/s", "error: no configuration to mirror")
         return
     m0, launch = best
     config = dict(m0.config)
     r.measure(key, label, "numba", "TB/s", nbytes, launch, check(launch), config=config)
+    if manual is not None:
+        manual_row(r, manual, config, nbytes, check)
     try:
         twin = make_twin(config)
         r.measure(twin_key, twin_label, "cuda-c++", "TB/s", nbytes, twin, check(twin), config=config)
     except Exception as e:
         r.fail(twin_key, twin_label, "cuda-c++", "TB/s", f"error: {type(e).__name__}: {e}")
+
+
+def manual_row(r: "Recorder", manual: Manual, config: dict, nbytes: float, check) -> None:
+    """The hand-written ring in ``config``, measured like the pipelined one."""
+    key, label, make = manual
+    try:
+        launch = make(config)
+        r.measure(key, label, "numba", "TB/s", nbytes, launch, check(launch), config=config)
+    except Exception as e:
+        r.fail(key, label, "numba", "TB/s", f"error: {type(e).__name__}: {e}")

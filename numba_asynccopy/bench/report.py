@@ -71,6 +71,12 @@ def comparisons(quick: bool) -> list[Comparison]:
         Comparison("bulk copy", "numba_bulk_copy", "twin_bulk_copy", 0.97),
         Comparison("TMA tile copy", "numba_tma_copy", "torch_copy", 0.93),
         Comparison("TMA tile copy", "numba_tma_copy", "twin_tma_copy", 0.97),
+        # ac.pipeline against the same ring written by hand (examples/*_manual),
+        # same configuration, same run
+        Comparison("staged copy: pipeline vs hand-written", "numba_staged_copy",
+                   "numba_staged_copy_manual", 0.99),
+        Comparison("bulk copy: pipeline vs hand-written", "numba_bulk_copy", "numba_bulk_copy_manual", 0.99),
+        Comparison("TMA copy: pipeline vs hand-written", "numba_tma_copy", "numba_tma_copy_manual", 0.99),
     ]
     for n in sizes:
         rows += [
@@ -79,6 +85,8 @@ def comparisons(quick: bool) -> list[Comparison]:
             Comparison(f"SGEMM {n}^3 pipelined", f"numba_sgemm_pipe_{n}", f"numba_sgemm_sync_{n}", 1.3),
             Comparison(f"SGEMM {n}^3 pipelined", f"numba_sgemm_pipe_{n}", f"twin_sgemm_pipe_{n}", 0.97),
             Comparison(f"SGEMM {n}^3 synchronous", f"numba_sgemm_sync_{n}", f"twin_sgemm_sync_{n}", 0.97),
+            Comparison(f"SGEMM {n}^3: pipeline vs hand-written", f"numba_sgemm_pipe_again_{n}",
+                       f"numba_sgemm_manual_{n}", 0.99),
         ]
     rows += [
         Comparison("stencil (cp.async halo)", "numba_stencil_async", "numba_stencil_plain", 1.0, "faster"),

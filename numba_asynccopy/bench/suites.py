@@ -176,9 +176,17 @@ def suite_copy(r: Recorder) -> None:
         return lambda: tw.staged_copy(ptr(src), ptr(dst), n, c["stages"], c["block"],
                                       c["per_thread"], c["grid"], c["run"])
 
+    def manual(c):
+        from ..examples import staged_copy_manual as scm
+
+        kern = cuda.jit(sc.SIGNATURE)(scm.make_staged_copy(c["stages"], c["chunk_bytes"], c["block"],
+                                                           c["per_thread"], c["run"]))
+        return lambda: kern[c["grid"], c["block"]](src, dst)
+
     copyrows.fastest_then_twin(
         r, ("numba_staged_copy", "twin_staged_copy"), ("staged cp.async copy", "staged copy, CUDA C++"),
-        [entry(*cfg) for cfg in tuple(sc.SWEEP) + tuple(sc.RUN_SWEEP)], nbytes, check, twin)
+        [entry(*cfg) for cfg in tuple(sc.SWEEP) + tuple(sc.RUN_SWEEP)], nbytes, check, twin,
+        ("numba_staged_copy_manual", "staged cp.async copy, ring written by hand", manual))
 
 
 # --- SGEMM ----------------------------------------------------------------------
@@ -256,6 +264,23 @@ def suite_sgemm(r: Recorder) -> None:
             r.fail(f"numba_sgemm_pipe_{n}", f"SGEMM {n}^3 pipelined", "numba", "TFLOP/s",
                    "error: no pipelined variant ran")
             pipe_stages = 3
+        # the same stage count with the ring written by hand (examples/sgemm_manual),
+        # then the pipelined kernel again: the row "pipeline vs hand-written"
+        # compares the two back to back
+        from ..examples import sgemm_manual as sgm
+
+        for key, label, make in (
+                (f"numba_sgemm_manual_{n}", f"SGEMM {n}^3, cp.async {pipe_stages} stages, ring by hand",
+                 sgm.make_sgemm),
+                (f"numba_sgemm_pipe_again_{n}", f"SGEMM {n}^3, cp.async {pipe_stages} stages (ac.pipeline), "
+                 "beside the ring by hand", sg.make_sgemm)):
+            try:
+                kern = cuda.jit(sg.SIGNATURE)(make(pipe_stages))
+                launch = (lambda k=kern: k[g, sg.BLOCK](AT, B, C))
+                r.measure(key, label, "numba", "TFLOP/s", work, launch, check_gemm(launch),
+                          config={"stages": pipe_stages, "M": M, "N": N, "K": K}, reps=5 if r.quick else 10)
+            except Exception as e:
+                r.fail(key, label, "numba", "TFLOP/s", f"error: {type(e).__name__}: {e}")
         for stages, name in ((1, "sync"), (pipe_stages, "pipe")):
             key = f"twin_sgemm_{name}_{n}"
             label = f"SGEMM {n}^3 CUDA C++, " + ("synchronous" if stages == 1 else f"{stages} stages")
@@ -482,11 +507,11 @@ def suite_keys(name: str, quick: bool) -> list[str]:
     if name in _async.SUITE_KEYS:
         return list(_async.SUITE_KEYS[name])
     if name == "copy":
-        return ["torch_copy", "numba_staged_copy", "twin_staged_copy"]
+        return ["torch_copy", "numba_staged_copy", "numba_staged_copy_manual", "twin_staged_copy"]
     if name == "sgemm":
         return [f"{p}_{n}" for n in sizes["sgemm"] for p in (
-            "cublas_sgemm", "numba_sgemm_sync", "numba_sgemm_pipe", "twin_sgemm_sync",
-            "twin_sgemm_pipe")]
+            "cublas_sgemm", "numba_sgemm_sync", "numba_sgemm_pipe", "numba_sgemm_manual",
+            "numba_sgemm_pipe_again", "twin_sgemm_sync", "twin_sgemm_pipe")]
     if name == "stencil":
         return ["numba_stencil_async", "numba_stencil_plain", "twin_stencil_async",
                 "twin_stencil_plain", "twin_stencil_plain_norestrict"]

@@ -40,8 +40,8 @@ SMOKE_TMA_SHAPE = (200, 700)
 
 #: measurement keys each suite records (for a suite that dies early)
 SUITE_KEYS = {
-    "bulk": ["numba_bulk_copy", "twin_bulk_copy"],
-    "tma": ["numba_tma_copy", "twin_tma_copy"],
+    "bulk": ["numba_bulk_copy", "twin_bulk_copy", "numba_bulk_copy_manual"],
+    "tma": ["numba_tma_copy", "twin_tma_copy", "numba_tma_copy_manual"],
 }
 
 
@@ -117,7 +117,8 @@ def _buffers(r: "Recorder", torch_key: str, shape) -> tuple:
 # --- bulk copy ------------------------------------------------------------------
 
 BULK_LABELS = {"numba_bulk_copy": "bulk copy (cp.async.bulk on mbarriers)",
-               "twin_bulk_copy": "bulk copy, CUDA C++"}
+               "twin_bulk_copy": "bulk copy, CUDA C++",
+               "numba_bulk_copy_manual": "bulk copy, ring written by hand"}
 
 
 def _bulk_smoke() -> str:
@@ -175,15 +176,23 @@ def suite_bulk(r: "Recorder") -> None:
         tw = _Twin(r.twins())
         return lambda: tw.bulk_copy(ptr(src), ptr(dst), n, c["stages"], c["chunk_bytes"], c["grid"], c["run"])
 
-    copyrows.fastest_then_twin(r, tuple(SUITE_KEYS["bulk"]), tuple(BULK_LABELS[k] for k in SUITE_KEYS["bulk"]),
+    def manual(c):
+        from ..examples import bulk_copy_manual as bcm
+
+        kern = cuda.jit(bc.SIGNATURE)(bcm.make_bulk_copy(c["stages"], c["chunk_bytes"], c["run"]))
+        return lambda: kern[c["grid"], bc.BLOCK](src, dst)
+
+    keys = SUITE_KEYS["bulk"]
+    copyrows.fastest_then_twin(r, tuple(keys[:2]), tuple(BULK_LABELS[k] for k in keys[:2]),
                                [entry(*cfg) for cfg in tuple(bc.SWEEP) + tuple(bc.RUN_SWEEP)],
-                               nbytes, check, twin)
+                               nbytes, check, twin, (keys[2], BULK_LABELS[keys[2]], manual))
 
 
 # --- TMA tile copy ----------------------------------------------------------------
 
 TMA_LABELS = {"numba_tma_copy": "TMA tile copy (2-D tensor maps, multi-stage)",
-              "twin_tma_copy": "TMA tile copy, CUDA C++"}
+              "twin_tma_copy": "TMA tile copy, CUDA C++",
+              "numba_tma_copy_manual": "TMA tile copy, ring written by hand"}
 
 
 def _tma_smoke() -> str:
@@ -250,9 +259,18 @@ def suite_tma(r: "Recorder") -> None:
         sm, dm = (ptr(m) for m in maps[box])
         return lambda: tw.tma_copy(sm, dm, rows, cols, c["stages"], box, c["grid"], c["run"])
 
-    copyrows.fastest_then_twin(r, tuple(SUITE_KEYS["tma"]), tuple(TMA_LABELS[k] for k in SUITE_KEYS["tma"]),
+    def manual(c):
+        from ..examples import tma_copy_manual as tcm
+
+        box = tuple(c["box"])
+        kern = cuda.jit(tc.SIGNATURE)(tcm.make_tma_copy(c["stages"], box, c["run"]))
+        sm, dm = (m.device for m in maps[box])
+        return lambda: kern[c["grid"], tc.BLOCK](sm, dm, rows, cols)
+
+    keys = SUITE_KEYS["tma"]
+    copyrows.fastest_then_twin(r, tuple(keys[:2]), tuple(TMA_LABELS[k] for k in keys[:2]),
                                [entry(*cfg) for cfg in tuple(tc.SWEEP) + tuple(tc.RUN_SWEEP)],
-                               nbytes, check, twin)
+                               nbytes, check, twin, (keys[2], TMA_LABELS[keys[2]], manual))
 
 
 SUITES = {"bulk": suite_bulk, "tma": suite_tma}

@@ -10,20 +10,23 @@ them to blocks (``run``):
   the last tile only help with the tail).
 
 Both are ``base + i * stride`` for the block-local tile counter
-``i < count``, and the ring's slot and parity follow ``i``.  In every block
-ONE thread runs the whole pipeline; the data never passes through
-registers:
+``i < count``.  In every block ONE thread runs the whole ring, an
+``ac.pipeline.tma_pipeline(full, stages, consumers=0)`` (full barriers
+only: the thread frees slots itself); the data never passes through
+registers, and the kernel computes no slot, parity or byte count:
 
-- a ring of ``stages`` shared chunks, each with a "full" mbarrier (one
-  expected arrival: the issuing thread's ``arrive.expect_tx``, plus the
-  chunk's transaction bytes);
-- load: ``mbarrier_arrive_expect_tx(full[s], chunk)`` then
-  ``cp_async_bulk_g2s(ring[s], src[tile], full[s])``;
-- for tile i: wait for ``full[i % stages]`` at parity ``(i // stages) & 1``,
-  store the chunk with ``cp_async_bulk_s2g`` and commit it as a bulk group;
+- load: ``producer_acquire``, ``copy_bulk(pipe, ps, ring[ps.slot],
+  src[tile])`` (the pipeline arms the slot's barrier with the chunk's bytes
+  in its arrival, then issues ``cp_async_bulk_g2s``), ``producer_commit``;
+- for tile i: ``consumer_wait``, store the chunk with ``cp_async_bulk_s2g``
+  and commit it as a bulk group;
 - then ``bulk_wait_group(1, read=True)``: the store of tile i-1 has *read*
-  its chunk, so that chunk is refilled with tile i-1+stages.  ``stages - 1``
-  loads and one or two stores stay in flight.
+  its chunk, so its slot is released (``consumer_release``) and refilled
+  with tile i-1+stages.  ``stages - 1`` loads and one or two stores stay in
+  flight.
+
+The ring written by hand (slots, parities and ``expect_tx`` bytes computed
+in the kernel) is :mod:`numba_asynccopy.examples.bulk_copy_manual`.
 
 The store reads shared bytes the copy engine itself wrote (async proxy to
 async proxy, ordered by the mbarrier wait), so no proxy fence is needed
@@ -119,31 +122,36 @@ def make_bulk_copy(stages: int = 4, chunk_bytes: int = 8192, run: int = 0):
         # the block's tiles: base + i * stride for i < count
         base, stride, count = block_tiles(ntiles, run)
         if cuda.threadIdx.x == 0:
-            for s in range(stages):
-                ac.mbarrier_init(full[s:], 1)
-            ac.fence_proxy_async("shared::cta")  # the inits, before the copy engine sees them
+            pipe = ac.pipeline.tma_pipeline(full, stages, 0)  # one thread runs the ring
+            ac.pipeline.init(pipe)
+            ps = ac.pipeline.producer_start(pipe)
+            cs = ac.pipeline.consumer_start(pipe)
             # prologue: fill the ring (a block with fewer tiles than stages fills part of it)
             for s in range(stages):
                 if s < count:
                     b = (base + s * stride) * words
-                    ac.mbarrier_arrive_expect_tx(full[s:], chunk_bytes)
-                    ac.cp_async_bulk_g2s(ring[s], src[b:b + words], full[s:])
+                    ac.pipeline.producer_acquire(pipe, ps)
+                    ac.pipeline.copy_bulk(pipe, ps, ring[ps.slot], src[b:b + words])
+                    ac.pipeline.producer_commit(pipe, ps)
+                    ps = ac.pipeline.advance(pipe, ps)
+            prev = cs
             for i in range(count):
-                # slot and parity from the block-local counter: slot i % stages
-                # is used for the (i // stages)-th time by this block
-                slot = i % stages
-                ac.mbarrier_wait_parity(full[slot:], (i // stages) & 1)
+                ac.pipeline.consumer_wait(pipe, cs)
                 b = (base + i * stride) * words
-                ac.cp_async_bulk_s2g(dst[b:b + words], ring[slot])
+                ac.cp_async_bulk_s2g(dst[b:b + words], ring[cs.slot])
                 ac.bulk_commit_group()
                 if i > 0:
-                    # the store of tile i-1 has read its chunk: refill it with tile i-1+stages
+                    # the store of tile i-1 has read its chunk: release it, refill it
                     ac.bulk_wait_group(1, read=True)
+                    ac.pipeline.consumer_release(pipe, prev)
                     if i + stages - 1 < count:
-                        prev = (i - 1) % stages
                         nb = (base + (i + stages - 1) * stride) * words
-                        ac.mbarrier_arrive_expect_tx(full[prev:], chunk_bytes)
-                        ac.cp_async_bulk_g2s(ring[prev], src[nb:nb + words], full[prev:])
+                        ac.pipeline.producer_acquire(pipe, ps)
+                        ac.pipeline.copy_bulk(pipe, ps, ring[ps.slot], src[nb:nb + words])
+                        ac.pipeline.producer_commit(pipe, ps)
+                        ps = ac.pipeline.advance(pipe, ps)
+                prev = cs
+                cs = ac.pipeline.advance(pipe, cs)
             ac.bulk_wait_group(0)  # no store may still read the ring when the block exits
         # the tail past the last whole tile
         j = ntiles * words + first * cuda.blockDim.x + cuda.threadIdx.x

@@ -18,9 +18,14 @@ per thread.
 - ``make_sgemm(stages=1)``: synchronous: load the k-tile into registers,
   store it to shared memory, barrier, multiply, barrier.
 - ``make_sgemm(stages>=2)``: ``stages`` shared buffers, ``stages - 1`` k-tiles
-  in flight with cp.async; ``wait_group(stages - 2)`` retires the tile about
-  to be used and one barrier per k-tile both publishes it and frees the buffer
-  the next copy overwrites.
+  in flight with cp.async, on ``ac.pipeline.group_pipeline(stages,
+  shared=True)``: its ``consumer_wait`` (``wait_group(stages - 2)`` and one
+  block barrier per k-tile) both publishes the tile about to be used and
+  frees the buffer the next copy overwrites; the slots come from the
+  pipeline's states, no index arithmetic in the kernel.
+
+The same kernel with the ring written by hand is
+:mod:`numba_asynccopy.examples.sgemm_manual` (the benchmark compares them).
 
 Requires M and N multiples of 128 and K a multiple of 8 (see :func:`check_shape`).
 
@@ -57,11 +62,10 @@ def make_sgemm(stages: int = 3):
     """Python function ``sgemm(AT, B, C)`` (compile with ``cuda.jit(SIGNATURE,
     **JIT_OPTIONS)``, launch ``[grid(M, N), BLOCK]``).  ``stages=1``:
     synchronous loads; ``stages >= 2``: a cp.async pipeline with that many
-    shared buffers."""
+    shared buffers (``ac.pipeline.group_pipeline``)."""
     if stages < 1:
         raise ValueError("stages must be >= 1")
     nbuf = stages
-    pending = max(stages - 2, 0)  # wait_group argument: a closure constant
     from .._rules import STATIC_SHARED_LIMIT  # 48 KB, defined once
 
     if 2 * nbuf * BK * BM * 4 > STATIC_SHARED_LIMIT:
@@ -128,37 +132,40 @@ def make_sgemm(stages: int = 3):
             # these views (an unsigned row index: no negative-index wraparound)
             a_src = AT[lr:, m0 + lc:m0 + lc + 4]
             b_src = B[lr:, n0 + lc:n0 + lc + 4]
+            pipe = ac.pipeline.group_pipeline(stages, True)
+            ps = ac.pipeline.producer_start(pipe)
+            cs = ac.pipeline.consumer_start(pipe)
+            # prologue: stages - 1 k-tiles in flight (every stage committed,
+            # empty ones too: the wait counts groups)
             for s in range(stages - 1):
+                ac.pipeline.producer_acquire(pipe, ps)
                 if s < ktiles:
                     row = np.uint32(s * BK)
-                    ac.cp_async(As[s, lr, lq, :], a_src[row, :], 16)
-                    ac.cp_async(Bs[s, lr, lq, :], b_src[row, :], 16)
-                ac.commit_group()
-            # Loop counter and ring slots as 32-bit unsigned counters (no
-            # modulo in the loop).  Numba's int64 made them register pairs
-            # with carry adds and a 64-bit row multiply per copy: 24 more
-            # instructions per k-tile than the C++ twin's ints (608 vs 584).
-            u0 = np.uint32(0)
-            u1 = np.uint32(1)
+                    ac.cp_async(As[ps.slot, lr, lq, :], a_src[row, :], 16)
+                    ac.cp_async(Bs[ps.slot, lr, lq, :], b_src[row, :], 16)
+                ac.pipeline.producer_commit(pipe, ps)
+                ps = ac.pipeline.advance(pipe, ps)
+            # 32-bit unsigned loop counter (Numba's int64 would make register
+            # pairs and 64-bit row multiplies); the slots are the pipeline's
             last = np.uint32(stages - 1)
             nkt = np.uint32(ktiles)
-            rslot = u0              # k-tile kt
-            wslot = last            # k-tile kt + stages - 1
-            kt = u0
+            kt = np.uint32(0)
             while kt < nkt:
-                ac.wait_group(pending)  # this thread's copies of k-tile kt landed
-                cuda.syncthreads()      # everyone's did, and k-tile kt-1 is done
+                # k-tile kt landed for everyone, and k-tile kt-1's slot is free
+                ac.pipeline.consumer_wait(pipe, cs)
+                ac.pipeline.producer_acquire(pipe, ps)
                 nk = np.uint32(kt + last)
                 if nk < nkt:
                     row = np.uint32(nk * np.uint32(BK))
-                    ac.cp_async(As[wslot, lr, lq, :], a_src[row, :], 16)
-                    ac.cp_async(Bs[wslot, lr, lq, :], b_src[row, :], 16)
-                ac.commit_group()
-                multiply(As, Bs, rslot, acc, ty, tx)
-                rslot = u0 if rslot == last else np.uint32(rslot + u1)
-                wslot = u0 if wslot == last else np.uint32(wslot + u1)
-                kt = np.uint32(kt + u1)
-            ac.wait_all()
+                    ac.cp_async(As[ps.slot, lr, lq, :], a_src[row, :], 16)
+                    ac.cp_async(Bs[ps.slot, lr, lq, :], b_src[row, :], 16)
+                ac.pipeline.producer_commit(pipe, ps)
+                ps = ac.pipeline.advance(pipe, ps)
+                multiply(As, Bs, cs.slot, acc, ty, tx)
+                ac.pipeline.consumer_release(pipe, cs)
+                cs = ac.pipeline.advance(pipe, cs)
+                kt = np.uint32(kt + np.uint32(1))
+            ac.pipeline.producer_tail(pipe, ps)
         for h in range(2):
             for i in range(4):
                 r = m0 + 64 * h + 4 * ty + i

@@ -11,12 +11,15 @@ Two ways to hand them to blocks (``run``):
 
 Each thread owns ``per_thread`` chunks of a tile (chunk
 ``k * block + tid``, so every warp reads and writes whole 512-byte runs).  A
-ring of ``stages`` shared buffers keeps ``stages - 1`` tiles in flight: issue
-tile i+stages-1, commit, ``wait_group(stages-1)`` retires tile i, and the
-thread copies its own chunks of tile i back to global memory.  A thread only
-reads shared bytes that its own cp.async wrote, so ``wait_group`` alone
-orders them (no block barrier).  Elements past the last whole tile are copied
-with plain loads by the whole grid.
+ring of ``stages`` shared buffers, ``ac.pipeline.group_pipeline(stages)``,
+keeps ``stages - 1`` tiles in flight: acquire the producer's slot, issue
+tile i+stages-1 into it, commit (a cp.async group), ``consumer_wait``
+(``wait_group(stages-1)``) retires tile i, and the thread copies its own
+chunks of tile i back to global memory.  A thread only reads shared bytes
+that its own cp.async wrote, so ``wait_group`` alone orders them (no block
+barrier).  Elements past the last whole tile are copied with plain loads by
+the whole grid.  The ring written by hand is
+:mod:`numba_asynccopy.examples.staged_copy_manual`.
 
 The store side uses 16-byte vector accesses (``load4``/``store4``) when
 ``chunk_bytes`` is 16: a quarter of the instructions of element stores.
@@ -73,7 +76,6 @@ def make_staged_copy(stages: int = 4, chunk_bytes: int = 16, block: int = 256, p
                          f"memory is limited to {STATIC_SMEM_LIMIT}")
     words = chunk_bytes // 4
     tile = block * per_thread * words
-    in_flight = stages - 1  # a closure constant: wait_group needs a literal
     vector = chunk_bytes == 16
 
     def staged_copy(src, dst):
@@ -85,39 +87,47 @@ def make_staged_copy(stages: int = 4, chunk_bytes: int = 16, block: int = 256, p
         step = cuda.gridDim.x
         # the block's tiles: base + i * stride for i < count
         base, stride, count = block_tiles(ntiles, run)
-        # prologue: stages-1 tiles in flight (empty groups keep the count right)
+        pipe = ac.pipeline.group_pipeline(stages)
+        ps = ac.pipeline.producer_start(pipe)
+        cs = ac.pipeline.consumer_start(pipe)
+        # prologue: stages-1 tiles in flight (empty stages committed too: the
+        # wait counts groups)
         for s in range(stages - 1):
+            ac.pipeline.producer_acquire(pipe, ps)
             if s < count:
                 t = base + s * stride
                 for k in range(per_thread):
                     b = t * tile + (k * block + tid) * words
                     if vector:  # view4: no slice clamping in the address
-                        ac.cp_async(ring[s, k, tid, :], view4(src, b), chunk_bytes)
+                        ac.cp_async(ring[ps.slot, k, tid, :], view4(src, b), chunk_bytes)
                     else:
-                        ac.cp_async(ring[s, k, tid, :], src[b:b + words], chunk_bytes)
-            ac.commit_group()
+                        ac.cp_async(ring[ps.slot, k, tid, :], src[b:b + words], chunk_bytes)
+            ac.pipeline.producer_commit(pipe, ps)
+            ps = ac.pipeline.advance(pipe, ps)
         for i in range(count):
             t = base + i * stride
-            slot = (i + stages - 1) % stages
+            ac.pipeline.producer_acquire(pipe, ps)
             if i + stages - 1 < count:
                 nt = t + (stages - 1) * stride
                 for k in range(per_thread):
                     b = nt * tile + (k * block + tid) * words
                     if vector:
-                        ac.cp_async(ring[slot, k, tid, :], view4(src, b), chunk_bytes)
+                        ac.cp_async(ring[ps.slot, k, tid, :], view4(src, b), chunk_bytes)
                     else:
-                        ac.cp_async(ring[slot, k, tid, :], src[b:b + words], chunk_bytes)
-            ac.commit_group()
-            ac.wait_group(in_flight)
-            cur = i % stages
+                        ac.cp_async(ring[ps.slot, k, tid, :], src[b:b + words], chunk_bytes)
+            ac.pipeline.producer_commit(pipe, ps)
+            ps = ac.pipeline.advance(pipe, ps)
+            ac.pipeline.consumer_wait(pipe, cs)  # tile i landed
             for k in range(per_thread):
                 b = t * tile + (k * block + tid) * words
                 if vector:
-                    store4(dst, b, load4(ring, (cur, k, tid, 0)))
+                    store4(dst, b, load4(ring, (cs.slot, k, tid, 0)))
                 else:
                     for w in range(words):
-                        dst[b + w] = ring[cur, k, tid, w]
-        ac.wait_all()
+                        dst[b + w] = ring[cs.slot, k, tid, w]
+            ac.pipeline.consumer_release(pipe, cs)
+            cs = ac.pipeline.advance(pipe, cs)
+        ac.pipeline.producer_tail(pipe, ps)
         # the tail past the last whole tile
         j = ntiles * tile + first * block + tid
         while j < n:

@@ -12,19 +12,24 @@ blocks (``run``):
   :func:`grid_for_runs`; the last run may be partial, blocks past the last
   box exit at once).
 
-Both are ``base + i * stride`` for the block-local box counter ``i < count``,
-and the ring's slot and parity follow ``i``.  In every block ONE thread runs
-the pipeline (the data never passes through registers):
+Both are ``base + i * stride`` for the block-local box counter ``i < count``.
+In every block ONE thread runs the ring, an ``ac.pipeline.tma_pipeline(full,
+stages, consumers=0)`` of ``stages`` shared tiles of one box each (full
+barriers only: the thread frees slots itself).  The data never passes
+through registers and the kernel computes no slot, parity or byte count:
 
-- a ring of ``stages`` shared tiles of one box each, each with a "full"
-  mbarrier;
-- load: ``mbarrier_arrive_expect_tx(full[s], box_bytes)`` then
-  ``cp_async_bulk_tensor_load(ring[s], src_map, (r0, c0), full[s])``;
-- for box i: wait for ``full[i % stages]`` at parity ``(i // stages) & 1``,
-  ``cp_async_bulk_tensor_store(dst_map, (r0, c0), ring[i % stages])``,
+- load: ``producer_acquire``, ``copy_tensor(pipe, ps, ring[ps.slot],
+  src_map, (r0, c0))`` (the pipeline arms the slot's barrier with the
+  tile's bytes in its arrival, then issues the TMA load),
+  ``producer_commit``;
+- for box i: ``consumer_wait``,
+  ``cp_async_bulk_tensor_store(dst_map, (r0, c0), ring[cs.slot])``,
   commit it as a bulk group;
 - ``bulk_wait_group(1, read=True)``: the store of box i-1 has read its tile,
-  which is refilled with box i-1+stages.
+  which is released (``consumer_release``) and refilled with box
+  i-1+stages.
+
+The ring written by hand is :mod:`numba_asynccopy.examples.tma_copy_manual`.
 
 Edges need no code: a box that runs past the tensor loads zeros there
 (``oob_fill="zero"``) and its store writes only the in-bounds elements.
@@ -122,7 +127,6 @@ def make_tma_copy(stages: int = 4, box: tuple[int, int] = (32, 64), run: int = 0
     if run < 0:
         raise ValueError(f"run must be 0 (grid stride) or the boxes per block, got {run}")
     BR, BC = box
-    nbytes = box_bytes(box)
 
     def tma_copy(src_map, dst_map, rows, cols):
         ring = cuda.shared.array((stages, BR, BC), np.uint32, alignment=128)
@@ -132,42 +136,47 @@ def make_tma_copy(stages: int = 4, box: tuple[int, int] = (32, 64), run: int = 0
         # the block's boxes: base + i * stride for i < count
         base, stride, count = block_tiles(ntiles, run)
         if cuda.threadIdx.x == 0 and count > 0:
-            for s in range(stages):
-                ac.mbarrier_init(full[s:], 1)
-            ac.fence_proxy_async("shared::cta")  # the inits, before the copy engine sees them
+            pipe = ac.pipeline.tma_pipeline(full, stages, 0)  # one thread runs the ring
+            ac.pipeline.init(pipe)
             # the maps were written by the host: one tensormap fence each, then fence=False
             ac.fence_proxy_tensormap(src_map)
             ac.fence_proxy_tensormap(dst_map)
             ac.prefetch_tensormap(src_map, fence=False)
             ac.prefetch_tensormap(dst_map, fence=False)
+            ps = ac.pipeline.producer_start(pipe)
+            cs = ac.pipeline.consumer_start(pipe)
             # prologue: fill the ring (a block with fewer boxes than stages fills part of it)
             for s in range(stages):
                 if s < count:
                     t = base + s * stride
                     tr = t // tiles_c
-                    ac.mbarrier_arrive_expect_tx(full[s:], nbytes)
-                    ac.cp_async_bulk_tensor_load(ring[s], src_map, (tr * BR, (t - tr * tiles_c) * BC),
-                                                 full[s:], fence=False)
+                    ac.pipeline.producer_acquire(pipe, ps)
+                    ac.pipeline.copy_tensor(pipe, ps, ring[ps.slot], src_map,
+                                            (tr * BR, (t - tr * tiles_c) * BC), fence=False)
+                    ac.pipeline.producer_commit(pipe, ps)
+                    ps = ac.pipeline.advance(pipe, ps)
+            prev = cs
             for i in range(count):
-                # slot and parity from the block-local counter: slot i % stages
-                # is used for the (i // stages)-th time by this block
-                slot = i % stages
-                ac.mbarrier_wait_parity(full[slot:], (i // stages) & 1)
+                ac.pipeline.consumer_wait(pipe, cs)
                 t = base + i * stride
                 tr = t // tiles_c
-                ac.cp_async_bulk_tensor_store(dst_map, (tr * BR, (t - tr * tiles_c) * BC), ring[slot],
+                ac.cp_async_bulk_tensor_store(dst_map, (tr * BR, (t - tr * tiles_c) * BC), ring[cs.slot],
                                               fence=False)
                 ac.bulk_commit_group()
                 if i > 0:
-                    # the store of box i-1 has read its tile: refill it with box i-1+stages
+                    # the store of box i-1 has read its tile: release it, refill it
                     ac.bulk_wait_group(1, read=True)
+                    ac.pipeline.consumer_release(pipe, prev)
                     if i + stages - 1 < count:
                         nt = t + (stages - 1) * stride
-                        prev = (i - 1) % stages
                         nr = nt // tiles_c
-                        ac.mbarrier_arrive_expect_tx(full[prev:], nbytes)
-                        ac.cp_async_bulk_tensor_load(ring[prev], src_map, (nr * BR, (nt - nr * tiles_c) * BC),
-                                                     full[prev:], fence=False)
+                        ac.pipeline.producer_acquire(pipe, ps)
+                        ac.pipeline.copy_tensor(pipe, ps, ring[ps.slot], src_map,
+                                                (nr * BR, (nt - nr * tiles_c) * BC), fence=False)
+                        ac.pipeline.producer_commit(pipe, ps)
+                        ps = ac.pipeline.advance(pipe, ps)
+                prev = cs
+                cs = ac.pipeline.advance(pipe, cs)
             ac.bulk_wait_group(0)  # no store may still read the ring when the block exits
 
     return tma_copy

@@ -32,6 +32,7 @@ import threading
 
 import numpy as np
 
+from .. import _rules
 from . import _runtime as rt
 from . import bulk as _bulk
 from . import cp_async as _cp
@@ -41,7 +42,8 @@ from ._mirror import mirrors
 
 _dev = sys.modules["numba_asynccopy.pipeline"]
 # the device constructors (intrinsics): their typing validates the arguments
-_DEV = {n: getattr(_dev, n) for n in ("group_pipeline", "cp_async_pipeline", "tma_pipeline")}
+_DEV = {n: getattr(_dev, n) for n in ("group_pipeline", "cp_async_pipeline", "tma_pipeline",
+                                       "cluster_tma_pipeline")}
 PipelineState = _dev.PipelineState
 GroupPipeline, CpAsyncPipeline, TmaPipeline = _dev.GroupPipeline, _dev.CpAsyncPipeline, _dev.TmaPipeline
 barrier_count = _dev.barrier_count
@@ -91,6 +93,14 @@ def tma_pipeline(bars, stages, consumers, copies=1):
     return TmaPipeline(rt.unwrap(bars).reshape(-1), int(stages), int(consumers), int(copies))
 
 
+@mirrors(_dev.cluster_tma_pipeline, "raises SimulatorError: clusters are not simulated yet.")
+def cluster_tma_pipeline(bars, stages, consumers, ctas, copies=1):
+    rt.validate(_DEV["cluster_tma_pipeline"], bars, stages, consumers, ctas, copies)
+    from . import unsupported_error
+
+    raise unsupported_error("cluster_tma_pipeline", "cluster")
+
+
 # --- bookkeeping ----------------------------------------------------------------------
 
 
@@ -119,11 +129,18 @@ def _state(api: str, state) -> tuple[int, int, int]:
 
 def _where(api: str, pipe, state) -> str:
     i, p, c = _state(api, state)
-    return f"slot {i} (step {c}, phase {p}) of a {_desc(pipe)}"
+    return _rules.pipeline_where(slot=i, step=c, phase=p, pipeline=_desc(pipe))
 
 
 def _fail(api: str, pipe, state, rule: str) -> rt.SimulatorError:
     return rt.violation(f"pipeline {api}", f"{_where(api, pipe, state)}: {rule}")
+
+
+def _in_use(api: str, pipe, state, why: str) -> rt.SimulatorError:
+    """The rule checked mode traps on at producer_acquire, with what the
+    simulator knows of this thread."""
+    return rt.violation(f"pipeline {api}", _rules.pipeline_slot_in_use(
+        where=_where(api, pipe, state), why=why))
 
 
 def _key(pipe):
@@ -145,6 +162,12 @@ def _thread_rec(api: str, pipe) -> dict:
                                         "bytes": {}, "acquired": -1, "commits": 0})
 
 
+def _solo(pipe) -> bool:
+    """A tma pipeline run by one thread (``consumers=0``): no empty barriers;
+    the thread frees a slot by its own order, checked like a group pipeline's."""
+    return isinstance(pipe, TmaPipeline) and pipe.consumers == 0
+
+
 def _bar(pipe, k: int) -> np.ndarray:
     return rt.unwrap(pipe.bars)[k:]
 
@@ -160,15 +183,16 @@ def _blocking_wait(api: str, pipe, state, k: int, parity: int, side: str) -> Non
     with blk.cond:
         b = rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, k))
         full = rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, i))
-        empty = rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, pipe.stages + i))
+        empty = (None if _solo(pipe) else
+                 rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, pipe.stages + i)))
         th.spin = None
 
         def fail():
+            second = "" if empty is None else f"; its empty barrier is in {empty.report()}"
             raise rt.deadlock(blk,
                 f"{rt.SIM_PREFIX}pipeline {api}: deadlock: every thread of the block is blocked "
                 f"and {_where(api, pipe, state)} can never become {side}: its full barrier is in "
-                f"{full.report()}; its empty barrier is in {empty.report()}; waiting at {line} "
-                f"{rt.where()}")
+                f"{full.report()}{second}; waiting at {line} {rt.where()}")
 
         done = _mb._done_fn(b, blk, True, parity)
         done.line = line
@@ -185,15 +209,20 @@ def init(pipe):
         return
     c = _consts(pipe)
     bars = rt.unwrap(pipe.bars)
-    if bars.size < 2 * c["stages"]:
-        raise rt.violation("pipeline init", f"`bars` holds {bars.size} barriers; a {_desc(pipe)} "
-                           f"needs {2 * c['stages']}")
+    need = c["stages"] if _solo(pipe) else 2 * c["stages"]
+    if bars.size < need:
+        raise rt.violation("pipeline init", _rules.pipeline_bars(held=bars.size, pipeline=_desc(pipe),
+                                                                need=need))
     th, blk = rt.current("pipeline init")
     threads = c["consumers"] + (c["producers"] if kind == "cp_async" else 1)
     if blk.nthreads < threads:
-        raise rt.violation("pipeline init", f"the block has {blk.nthreads} threads; a {_desc(pipe)} "
-                           f"is built for {threads} producer and consumer threads")
+        raise rt.violation("pipeline init", _rules.pipeline_threads(threads=blk.nthreads,
+                                                                   pipeline=_desc(pipe), need=threads))
     t = threading.current_thread()
+    if _solo(pipe):  # called by the ring's one thread: no block barrier
+        for s in range(c["stages"]):
+            _mb.mbarrier_init(bars[s:], c["copies"])
+        return
     if tuple(t.threadIdx) == (0, 0, 0):
         full = c["producers"] if kind == "cp_async" else c["copies"]
         for s in range(c["stages"]):
@@ -233,16 +262,15 @@ def producer_acquire(pipe, state):
     i, p, c = _state(api, state)
     rec = _thread_rec(api, pipe)
     if i in rec["open"]:
-        raise _fail(api, pipe, state, f"second producer_acquire of a slot still in use: this thread "
-                    f"acquired it at state step {rec['open'][i]} and has not committed it")
+        raise _in_use(api, pipe, state, f"this thread acquired it at state step {rec['open'][i]} and "
+                      "has not committed it")
     if c <= rec["acquired"]:
-        raise _fail(api, pipe, state, f"second producer_acquire of a slot still in use: this thread "
-                    f"already acquired state step {rec['acquired']} (advance the state after each "
-                    "stage)")
-    if kind == "group" and i in rec["filled"]:
-        raise _fail(api, pipe, state, "second producer_acquire of a slot still in use: the fill of "
-                    f"state step {rec['filled'][i]} was not consumer_release'd by this thread")
-    if kind != "group":
+        raise _in_use(api, pipe, state, f"this thread already acquired state step {rec['acquired']} "
+                      "(advance the state after each stage)")
+    if (kind == "group" or _solo(pipe)) and i in rec["filled"]:
+        raise _in_use(api, pipe, state, f"the fill of state step {rec['filled'][i]} was not "
+                      "consumer_release'd by this thread")
+    if kind != "group" and not _solo(pipe):
         _blocking_wait(api, pipe, state, pipe.stages + i, p, "free (its consumers never release it)")
     _acquired(rec, i, c)
 
@@ -256,12 +284,13 @@ def _acquired(rec: dict, i: int, c: int) -> None:
 @mirrors(_dev.producer_try_acquire, _NOTES["producer_try_acquire"])
 def producer_try_acquire(pipe, state):
     api = "producer_try_acquire"
-    if _kind(api, pipe) == "group":
-        raise TypeError("producer_try_acquire: a group pipeline has nothing to test")
+    if _kind(api, pipe) == "group" or _solo(pipe):
+        what = "a tma pipeline run by one thread (consumers=0)" if _solo(pipe) else "a group pipeline"
+        raise TypeError(f"producer_try_acquire: {what} has nothing to test")
     i, p, c = _state(api, state)
     rec = _thread_rec(api, pipe)
     if i in rec["open"] or c <= rec["acquired"]:
-        raise _fail(api, pipe, state, "second producer_acquire of a slot still in use")
+        raise _in_use(api, pipe, state, "this thread already acquired this state or a later one")
     ok = bool(_mb.mbarrier_test_wait_parity(_bar(pipe, pipe.stages + i), p))
     if ok:
         _acquired(rec, i, c)
@@ -295,15 +324,15 @@ def _copy(api: str, pipe, state, dst) -> np.ndarray:
 
 
 @mirrors(_dev.copy_bulk)
-def copy_bulk(pipe, state, dst, src):
+def copy_bulk(pipe, state, dst, src, cache_policy=None):
     bar = _copy("copy_bulk", pipe, state, dst)
-    _bulk.cp_async_bulk_g2s(dst, src, bar)
+    _bulk.cp_async_bulk_g2s(dst, src, bar, cache_policy=cache_policy)
 
 
 @mirrors(_dev.copy_tensor)
-def copy_tensor(pipe, state, dst, tensor_map, coords, fence=True):
+def copy_tensor(pipe, state, dst, tensor_map, coords, fence=True, cache_policy=None):
     bar = _copy("copy_tensor", pipe, state, dst)
-    _tensor.cp_async_bulk_tensor_load(dst, tensor_map, coords, bar, fence=fence)
+    _tensor.cp_async_bulk_tensor_load(dst, tensor_map, coords, bar, fence=fence, cache_policy=cache_policy)
 
 
 @mirrors(_dev.producer_commit, _NOTES["producer_commit"])
@@ -334,6 +363,8 @@ def producer_commit(pipe, state):
                 raise _fail(api, pipe, state, f"{n} cop{'y' if n == 1 else 'ies'} ({armed} bytes) "
                             f"issued into the stage, but the pipeline was built for copies="
                             f"{pipe.copies}: the stage would never complete")
+            if _solo(pipe):
+                rec["filled"][i] = c
             return
         pend, _ = b.outstanding()
         if pend < 1 or b.phase != c // pipe.stages:
@@ -388,10 +419,10 @@ def consumer_release(pipe, state):
     i, p, c = _state(api, state)
     rec = _thread_rec(api, pipe)
     if rec["waited"].get(i) != c:
-        raise _fail(api, pipe, state, "consumer_release without a consumer_wait of this state "
-                    "in this thread")
+        raise rt.violation(f"pipeline {api}", _rules.pipeline_release_without_wait(
+            where=_where(api, pipe, state), why=" in this thread"))
     del rec["waited"][i]
-    if kind == "group":
+    if kind == "group" or _solo(pipe):
         prod = rec["filled"].get(i)
         if prod is not None and prod <= c:
             del rec["filled"][i]
@@ -413,6 +444,8 @@ def producer_tail(pipe, state):
     if _kind(api, pipe) == "group":
         _cp.wait_all()
         return
+    if _solo(pipe):
+        return  # the thread's own order freed its slots
     for _ in range(pipe.stages):
         i, p, _c = _state(api, state)
         _blocking_wait(api, pipe, state, pipe.stages + i, p, "free (its consumers never release it)")

@@ -15,7 +15,9 @@ from numba import cuda, types
 from numba_asynccopy import toolchain
 from numba_asynccopy.examples import exchange as ex
 from numba_asynccopy.examples import sgemm as sg
+from numba_asynccopy.examples import sgemm_manual as sgm
 from numba_asynccopy.examples import staged_copy as sc
+from numba_asynccopy.examples import staged_copy_manual as scm
 from numba_asynccopy.examples import stencil as st
 from numba_asynccopy import load4, store4, view4
 
@@ -27,8 +29,12 @@ def ptx(key):
     kind, *params = key
     if kind == "copy":
         return cuda.compile_ptx(sc.make_staged_copy(*params), sc.SIGNATURE, cc=(9, 0))[0]
+    if kind == "copy_manual":
+        return cuda.compile_ptx(scm.make_staged_copy(*params), sc.SIGNATURE, cc=(9, 0))[0]
     if kind == "sgemm":
         return cuda.compile_ptx(sg.make_sgemm(*params), sg.SIGNATURE, cc=(9, 0))[0]
+    if kind == "sgemm_manual":
+        return cuda.compile_ptx(sgm.make_sgemm(*params), sg.SIGNATURE, cc=(9, 0))[0]
     if kind == "exchange":
         fn, sig = {"dsmem": (ex.exchange_dsmem, ex.DSMEM_SIGNATURE),
                    "global": (ex.exchange_global, ex.GLOBAL_SIGNATURE),
@@ -145,25 +151,65 @@ def sass_loops(sass: str) -> list[list[str]]:
     return loops
 
 
-@pytest.mark.parametrize("stages", [2, 3, 4])
-def test_sgemm_pipelined_loop_overhead(stages):
-    # Per k-tile: 512 FFMA + 32 LDS.128 and the loop's own work.  With
-    # Numba's int64 loop counter and ring slots that work was 64 instructions
-    # (register-pair adds, 64-bit row multiplies, SR_CgaCtaId reads); with
-    # 32-bit unsigned counters 40-45, the CUDA C++ twin's 38.
+def sgemm_k_loop(kind, stages):
+    """The SASS of the k-loop of the pipelined SGEMM (``kind`` "sgemm": on
+    ac.pipeline, "sgemm_manual": the ring written by hand)."""
     try:
-        cubin, log = toolchain.assemble(ptx(("sgemm", stages)), verbose=True)
+        cubin, log = toolchain.assemble(ptx((kind, stages)), verbose=True)
         sass = toolchain.disassemble(cubin)
     except toolchain.ToolMissing as e:
         pytest.skip(str(e))
     main = [body for body in sass_loops(sass) if any("LDGSTS" in t for t in body)]
     assert len(main) == 1, [len(b) for b in sass_loops(sass)]
-    body = main[0]
+    return main[0]
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+@pytest.mark.parametrize("kind", ["sgemm", "sgemm_manual"])
+def test_sgemm_pipelined_loop_overhead(kind, stages):
+    # Per k-tile: 512 FFMA + 32 LDS.128 and the loop's own work.  With
+    # Numba's int64 loop counter and ring slots that work was 64 instructions
+    # (register-pair adds, 64-bit row multiplies, SR_CgaCtaId reads); with
+    # 32-bit unsigned counters 40-45, the CUDA C++ twin's 38.
+    body = sgemm_k_loop(kind, stages)
     assert sum(1 for t in body if re.search(r"\bFFMA\b", t)) == 512
     assert sum(1 for t in body if "LDS.128" in t) == 32
     overhead = [t for t in body if not re.search(r"\bFFMA\b|LDS\.128", t)]
     assert len(overhead) <= 50, overhead
     assert not [t for t in overhead if "SR_CgaCtaId" in t], overhead
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_sgemm_pipeline_has_no_overhead(stages, capsys):
+    # the ring on ac.pipeline: no more k-loop instructions than written by hand
+    pipe, hand = sgemm_k_loop("sgemm", stages), sgemm_k_loop("sgemm_manual", stages)
+    with capsys.disabled():
+        print(f"\nsgemm stages={stages} k-loop: pipeline {len(pipe)}, hand-written {len(hand)} "
+              "SASS instructions")
+    assert len(pipe) <= len(hand), (len(pipe), len(hand))
+
+
+@pytest.mark.parametrize("cfg", [(4, 16, 256, 2), (3, 16, 128, 2, 4), (4, 16, 128, 1, 16)],
+                         ids=lambda c: "_".join(map(str, c)))
+def test_staged_copy_pipeline_has_no_overhead(cfg, capsys):
+    # the ring on ac.pipeline vs written by hand: the tile loop and the kernel
+    counts = {}
+    for kind in ("copy", "copy_manual"):
+        try:
+            cubin, _ = toolchain.assemble(ptx((kind, *cfg)))
+            sass = toolchain.disassemble(cubin)
+        except toolchain.ToolMissing as e:
+            pytest.skip(str(e))
+        loops = [b for b in sass_loops(sass) if any("LDGSTS" in t for t in b)]
+        assert loops, kind
+        counts[kind] = (len(min(loops, key=len)),
+                        len([op for op in toolchain.sass_opcodes(sass) if op != "NOP"]))
+    (pl, pk), (hl, hk) = counts["copy"], counts["copy_manual"]
+    with capsys.disabled():
+        print(f"\nstaged copy {cfg}: loop pipeline {pl}, hand-written {hl}; kernel pipeline {pk}, "
+              f"hand-written {hk} SASS instructions")
+    assert pl <= hl, counts
+    assert pk <= hk * 1.01, counts
 
 
 def test_sgemm_rejects_bad_parameters():
@@ -359,6 +405,23 @@ def test_report_rows_ratios_and_pending():
     table = report.format_table(list(rows.values()))
     assert table.count("\n") == len(rows) + 1
     assert "SGEMM 1024^3 pipelined" in table  # missing measurements still get their rows
+
+
+def test_report_compares_the_pipelines_with_the_rings_by_hand():
+    from numba_asynccopy.bench import report, suites
+
+    comps = {(c.subject, c.peer): c for c in report.comparisons(quick=True)}
+    n = report.SIZES["quick"]["sgemm"][0]
+    for subject, peer in [("numba_staged_copy", "numba_staged_copy_manual"),
+                          ("numba_bulk_copy", "numba_bulk_copy_manual"),
+                          ("numba_tma_copy", "numba_tma_copy_manual"),
+                          (f"numba_sgemm_pipe_again_{n}", f"numba_sgemm_manual_{n}")]:
+        c = comps[(subject, peer)]
+        assert c.target == 0.99 and c.better == "higher" and "pipeline vs hand-written" in c.benchmark
+    # the suites record both sides (a suite that dies early reports them as missing)
+    assert "numba_staged_copy_manual" in suites.suite_keys("copy", quick=True)
+    keys = suites.suite_keys("sgemm", quick=True)
+    assert f"numba_sgemm_manual_{n}" in keys and f"numba_sgemm_pipe_again_{n}" in keys
 
 
 def test_report_time_ratio_for_lower_is_better():

@@ -412,6 +412,127 @@ def test_bulk_pipeline_ptx():
     assert count(text, r"mbarrier\.try_wait\.parity") >= 1 + STAGES
 
 
+def test_tma_pipeline_run_by_one_thread_ptx():
+    # consumers=0 (the copy examples' ring): full barriers only, initialised by
+    # the ring's thread without a block barrier; acquire, release and tail emit nothing
+    from numba_asynccopy.examples import tma_copy as tc
+
+    with ac.checked_mode(False):
+        text = cuda.compile_ptx(tc.make_tma_copy(4, (32, 64)), tc.SIGNATURE, cc=(9, 0, "a"))[0]
+    assert count(text, r"mbarrier\.init") == 4
+    assert count(text, r"bar\.sync") == 0
+    assert count(text, r"mbarrier\.try_wait\.parity") == 1  # consumer_wait only
+    assert count(text, r"mbarrier\.arrive\.shared") == 0    # no empty barriers to release
+    arms = instructions(text, r"mbarrier\.arrive\.expect_tx")
+    assert len(arms) == 5, arms  # the unrolled prologue (4) and the refill
+    assert re.search(rf"mov\.u32\s+(%r\d+), {NBYTES};", text)  # the box's bytes, a constant
+
+
+def test_checked_tma_pipeline_run_by_one_thread_names_itself():
+    from numba_asynccopy.examples import bulk_copy as bc
+
+    with ac.checked_mode(True):
+        raw = cuda.compile_ptx(bc.make_bulk_copy(4, 4096), bc.SIGNATURE, cc=(9, 0, "a"))[0]
+    text = ptx_strings(raw)
+    assert re.search(r"checked mode: pipeline consumer_wait: timed out after \d+ ns on slot %u "
+                     r"\(step %u, phase %u\) of a tma pipeline \(4 stages, 1 copy per stage, run by "
+                     r"one thread\)", text), text
+    assert "pipeline producer_acquire: timed out" not in text  # nothing to wait for
+    # but the protocol is checked: a slot acquired again before it was consumed
+    assert "pipeline producer_acquire: slot %u (step %u, phase %u) of a tma pipeline (4 stages, 1 copy " \
+           "per stage, run by one thread): second producer_acquire of a slot still in use" in text
+
+
+@pytest.mark.parametrize("ctas", [2, 4])
+def test_cluster_pipeline_ptx(ctas):
+    # examples/ws_reduce: a multicast TMA part per CTA, armed with its bytes
+    # times the CTAs; releases on the empty barrier of every CTA of the cluster
+    from numba_asynccopy.examples import ws_reduce as wr
+
+    rows = 16
+    with ac.checked_mode(False):
+        text = cuda.compile_ptx(wr.make_ws_reduce(ctas, 4, rows), wr.SIGNATURE, cc=(9, 0, "a"))[0]
+    loads = instructions(text, r"cp\.async\.bulk\.tensor")
+    assert len(loads) == 1 and ".multicast::cluster" in loads[0], loads
+    assert re.search(rf"mov\.u16\s+%rs\d+, {(1 << ctas) - 1};", text), "the multicast mask"
+    arms = instructions(text, r"mbarrier\.arrive\.expect_tx")
+    assert len(arms) == 1 and "shared::cta" in arms[0], arms
+    part = rows // ctas * wr.BC * 4
+    assert re.search(rf"mov\.u32\s+%r\d+, {part * ctas};", text), "box bytes times the CTAs"
+    # init: full barriers count the one producer arrival, empty ones WARPS per CTA
+    assert re.search(rf"mov\.u32\s+%r\d+, {wr.WARPS * ctas};", text)
+    assert count(text, r"mbarrier\.init") == 2 * 4
+    assert count(text, r"fence\.mbarrier_init\.release\.cluster") == 1
+    remote = instructions(text, r"mbarrier\.arrive\.release\.cluster\.shared::cluster")
+    assert len(remote) == ctas, remote  # consumer_release: one arrive per CTA, unrolled
+    assert count(text, r"mapa\.shared::cluster") == ctas
+    # init and the end of the kernel synchronise the cluster
+    assert count(text, r"barrier\.cluster\.arrive") == 2
+    assert count(text, r"elect\.sync") == 1
+    toolchain_assemble(text)
+
+
+@pytest.mark.parametrize("cfg", [(4, 2, 32), (8, 2, 32), (2, 2, 16)])
+def test_ws_reduce_configs_assemble(cfg):
+    # the GPU test's configurations: assemble without local memory, and in
+    # checked mode (whose printf arguments take a stack frame)
+    from numba_asynccopy.examples import ws_reduce as wr
+
+    for checked in (False, True):
+        with ac.checked_mode(checked):
+            text = cuda.compile_ptx(wr.make_ws_reduce(*cfg), wr.SIGNATURE, cc=(9, 0, "a"))[0]
+        assert count(text, r"mbarrier\.arrive\.release\.cluster\.shared::cluster") == cfg[0]
+        if checked:
+            try:
+                toolchain.assemble(text)
+            except toolchain.ToolMissing as e:
+                pytest.skip(str(e))
+        else:
+            toolchain_assemble(text)
+
+
+def test_ws_reduce_rejects_bad_parameters():
+    from numba_asynccopy.examples import ws_reduce as wr
+
+    with pytest.raises(ValueError, match="ctas must be 2, 4 or 8"):
+        wr.make_ws_reduce(3)
+    with pytest.raises(ValueError, match="static shared memory"):
+        wr.make_ws_reduce(8, 2, 64)
+    with pytest.raises(ValueError, match="must split into 4 TMA boxes"):
+        wr.make_ws_reduce(4, 2, 18)
+    assert wr.grid(300, 4) == 12 and wr.BLOCK == 160
+    w, x = np.ones((4, 3), np.float32), np.arange(6, dtype=np.float32).reshape(3, 2)
+    assert np.array_equal(wr.reference(w, x), np.full((4, 2), [6.0, 9.0]))
+
+
+def test_cluster_pipeline_compile_errors():
+    assert ("cluster_tma_pipeline: `ctas`=17 is outside 1..16" in compile_error(
+        "bars = cuda.shared.array((2, 4), np.uint64)\n"
+        "pipe = ac.pipeline.cluster_tma_pipeline(bars, 4, 4, 17)"))
+    assert ("cluster_tma_pipeline: `consumers`=600000 is outside 1..65535" in compile_error(
+        "bars = cuda.shared.array((2, 4), np.uint64)\n"
+        "pipe = ac.pipeline.cluster_tma_pipeline(bars, 4, 600000, 16)"))
+
+
+def test_copy_cache_policy_is_passed_to_the_copy():
+    def k(a, out):
+        bars = cuda.shared.array((2, STAGES), np.uint64)
+        ring = cuda.shared.array((STAGES, 64), np.float32, alignment=128)
+        pipe = ac.pipeline.tma_pipeline(bars, STAGES, consumers=32)
+        ac.pipeline.init(pipe)
+        if cuda.threadIdx.x == 0:
+            st = ac.pipeline.producer_start(pipe)
+            ac.pipeline.producer_acquire(pipe, st)
+            ac.pipeline.copy_bulk(pipe, st, ring[st.slot], a[:64],
+                                  cache_policy=ac.createpolicy_fractional("evict_first"))
+            ac.pipeline.producer_commit(pipe, st)
+
+    text = cuda.compile_ptx(k, (types.float32[::1], types.float32[::1]), cc=(9, 0))[0]
+    copies = instructions(text, r"cp\.async\.bulk\.shared")
+    assert len(copies) == 1 and ".L2::cache_hint" in copies[0], copies
+    assert count(text, r"createpolicy\.fractional\.L2::evict_first") == 1
+
+
 def toolchain_assemble(text):
     try:
         _, log = toolchain.assemble(text, verbose=True)
@@ -475,6 +596,22 @@ def test_checked_waits_name_the_pipeline_operation():
         toolchain.assemble(raw)  # printf's arguments take a stack frame in checked mode
     except toolchain.ToolMissing as e:
         pytest.skip(str(e))
+
+
+def test_checked_protocol_traps_name_operation_slot_and_phase():
+    # a second acquire of a slot in use, a release without a wait: read off
+    # the slot's full barrier (test_wait) in checked mode, nothing without it
+    text = ptx_strings(ptx("tma_pipe", checked=True))
+    desc = f"a tma pipeline ({STAGES} stages, 1 copy per stage, {CONSUMERS} consumers)"
+    assert (f"checked mode: pipeline producer_acquire: slot %u (step %u, phase %u) of {desc}: second "
+            "producer_acquire of a slot still in use: its full barrier already completed the phase "
+            "(parity %u) this fill is to complete (acquired again without advancing the state)") in text
+    assert (f"checked mode: pipeline consumer_release: slot %u (step %u, phase %u) of {desc}: "
+            "consumer_release without a consumer_wait of this state: the slot's fill has not landed "
+            "(its full barrier's phase of parity %u is incomplete)") in text
+    raw = ptx("tma_pipe", checked=True)
+    assert count(raw, r"mbarrier\.test_wait\.parity") == 2
+    assert count(ptx("tma_pipe"), r"mbarrier\.test_wait\.parity") == 0
 
 
 def small_bars(a):

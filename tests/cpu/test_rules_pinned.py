@@ -85,6 +85,46 @@ PINNED: dict[str, list[tuple[dict, str]]] = {
         (dict(a_name="dst", a="%lld", b_name="src", b="%lld"),
          "chunk counts differ: `dst` has %lld chunks per row, `src` has %lld"),
     ],
+    "pipeline_where": [
+        (dict(slot=2, step=5, phase=0, pipeline="tma pipeline (3 stages, 1 copy per stage, 32 consumers)"),
+         "slot 2 (step 5, phase 0) of a tma pipeline (3 stages, 1 copy per stage, 32 consumers)"),
+        (dict(slot="%u", step="%u", phase="%u", pipeline="group pipeline (4 stages)"),
+         "slot %u (step %u, phase %u) of a group pipeline (4 stages)"),
+    ],
+    "pipeline_wait_timeout": [
+        (dict(ns=300000000, where="slot %u (step %u, phase %u) of a X", side="its producers' commit",
+              word="0x%016llx"),
+         "timed out after 300000000 ns on slot %u (step %u, phase %u) of a X: its producers' commit "
+         "never came (barrier word 0x%016llx)"),
+    ],
+    "pipeline_bars": [
+        (dict(held="%lld", pipeline="cp_async pipeline (4 stages, 32 producers, 32 consumers)", need=8),
+         "`bars` holds %lld barriers; a cp_async pipeline (4 stages, 32 producers, 32 consumers) needs 8"),
+        (dict(held=4, pipeline="X", need=8), "`bars` holds 4 barriers; a X needs 8"),
+    ],
+    "pipeline_threads": [
+        (dict(threads="%u", pipeline="X", need=33),
+         "the block has %u threads; a X is built for 33 producer and consumer threads"),
+    ],
+    "pipeline_slot_in_use": [
+        (dict(where="slot 0 (step 0, phase 1) of a X", why="this thread already acquired state step 0 "
+              "(advance the state after each stage)"),
+         "slot 0 (step 0, phase 1) of a X: second producer_acquire of a slot still in use: this thread "
+         "already acquired state step 0 (advance the state after each stage)"),
+    ],
+    "pipeline_fill_done": [
+        (dict(parity="%u"), "its full barrier already completed the phase (parity %u) this fill is to "
+                            "complete (acquired again without advancing the state)"),
+    ],
+    "pipeline_release_without_wait": [
+        (dict(where="slot 0 (step 0, phase 0) of a X", why=" in this thread"),
+         "slot 0 (step 0, phase 0) of a X: consumer_release without a consumer_wait of this state in "
+         "this thread"),
+    ],
+    "pipeline_fill_pending": [
+        (dict(parity="%u"), ": the slot's fill has not landed (its full barrier's phase of parity %u is "
+                            "incomplete)"),
+    ],
     "bulk_size_multiple": [
         (dict(what="`dst`", size=24),
          "`dst` is 24 bytes; a bulk copy moves a positive multiple of 16 bytes"),

@@ -15,7 +15,9 @@ from numba import cuda
 
 import numba_asynccopy as ac
 from numba_asynccopy.examples import bulk_copy as bc
+from numba_asynccopy.examples import bulk_copy_manual as bcm
 from numba_asynccopy.examples import tma_copy as tc
+from numba_asynccopy.examples import tma_copy_manual as tcm
 
 from ..conftest import SIM, SIM_NVCC, skip_on_sim
 
@@ -200,6 +202,32 @@ def test_tma_copy_persistent_grid_float_data_and_strided_views():
     # nothing written outside the window (compare bits: the poison is a NaN)
     assert np.array_equal(got[:, :20].view(np.uint32), wide[:, :20].view(np.uint32))
     assert np.array_equal(got[:, 20 + cols:].view(np.uint32), wide[:, 20 + cols:].view(np.uint32))
+
+
+# the hand-written rings the benchmark compares the pipelines with: the same checks
+
+@pytest.mark.parametrize("stages, chunk, run", [(4, 1024, 0), (3, 256, 5)])
+def test_hand_written_bulk_copy(stages, chunk, run):
+    k = cuda.jit(bc.SIGNATURE)(bcm.make_bulk_copy(stages, chunk, run))
+    words = bc.tile_words(chunk)
+    n = words * (run_tiles(run) if run else 11) + int(rng.integers(1, words))
+    src = random_words(n)
+    d_dst = cuda.to_device(poisoned(n))
+    grid = bc.grid_for_runs(n, chunk, run) + 1 if run else 3
+    k[grid, bc.BLOCK](cuda.to_device(src), d_dst)
+    np.testing.assert_array_equal(d_dst.copy_to_host(), src)
+
+
+@pytest.mark.parametrize("stages, box, run", [(4, (8, 32), 0), (3, (8, 16), 5)])
+def test_hand_written_tma_copy(stages, box, run):
+    k = cuda.jit(tc.SIGNATURE)(tcm.make_tma_copy(stages, box, run))
+    rows, cols = tma_run_shape(box, run) if run else tma_shapes(box)[0]
+    src = random_words((rows, cols))
+    d_src, d_dst = cuda.to_device(src), cuda.to_device(poisoned((rows, cols)))
+    smap, dmap = tc.make_maps(d_src, d_dst, box)
+    grid = tc.grid_for_runs(rows, cols, box, run) + 1 if run else 3
+    k[grid, tc.BLOCK](smap, dmap, rows, cols)
+    np.testing.assert_array_equal(d_dst.copy_to_host(), src, err_msg=f"shape {(rows, cols)}")
 
 
 def test_make_maps_rejects_mismatched_tensors():

@@ -10,7 +10,7 @@ from numba import cuda
 
 import numba_asynccopy as ac
 
-from ..conftest import SIM, SIM_TRAPS, run_python, skip_on_sim
+from ..conftest import SIM, SIM_CLUSTERS, SIM_TRAPS, run_python, skip_on_sim
 
 pytestmark = pytest.mark.gpu
 rng = np.random.default_rng()
@@ -260,10 +260,33 @@ def starved(src, out, fills, waits):
             ac.pipeline.consumer_release(pipe, st)
             st = ac.pipeline.advance(pipe, st)
 
+@cuda.jit
+def misuse(src, acquire_twice):
+    bars = cuda.shared.array((2, STAGES), np.uint64)
+    ring = cuda.shared.array((STAGES, 64), np.float32, alignment=128)
+    pipe = ac.pipeline.tma_pipeline(bars, STAGES, consumers=32)
+    ac.pipeline.init(pipe)
+    tid = cuda.threadIdx.x
+    if tid == 0 and acquire_twice:
+        st = ac.pipeline.producer_start(pipe)
+        ac.pipeline.producer_acquire(pipe, st)
+        ac.pipeline.copy_bulk(pipe, st, ring[st.slot], src[:64])
+        ac.pipeline.producer_commit(pipe, st)
+        while not ac.mbarrier_test_wait_parity(bars[0, 0:], 0):   # the fill landed
+            pass
+        ac.pipeline.producer_acquire(pipe, st)                    # BUG: the state not advanced
+    elif tid >= 32 and not acquire_twice:
+        st = ac.pipeline.consumer_start(pipe)
+        ac.pipeline.consumer_release(pipe, st)                    # BUG: no consumer_wait (no fill)
+
 src = cuda.to_device(np.ones(64 * 8, np.float32))
 out = cuda.to_device(np.zeros((8, 32), np.float32))
 try:
-    if CASE == "no producer":
+    if CASE == "acquire twice":
+        misuse[1, 64](src, True)
+    elif CASE == "release without wait":
+        misuse[1, 64](src, False)
+    elif CASE == "no producer":
         starved[1, 64](src, out, 4, 5)         # the fifth wait has no fill
     elif CASE == "few consumers":
         starved[1, 48](src, out, 8, 3)         # 16 consumer threads of the 32 built for
@@ -288,9 +311,38 @@ except Exception as e:
     ("small block", "numba_asynccopy checked mode: pipeline init: the block has 32 threads; a tma "
                     "pipeline (3 stages, 1 copy per stage, 32 consumers) is built for 33 producer "
                     "and consumer threads"),
+    ("acquire twice", "numba_asynccopy checked mode: pipeline producer_acquire: slot 0 (step 0, phase 1) "
+                      "of a tma pipeline (3 stages, 1 copy per stage, 32 consumers): second "
+                      "producer_acquire of a slot still in use: its full barrier already completed the "
+                      "phase (parity 0) this fill is to complete (acquired again without advancing "
+                      "the state)"),
+    ("release without wait", "numba_asynccopy checked mode: pipeline consumer_release: slot 0 (step 0, "
+                             "phase 0) of a tma pipeline (3 stages, 1 copy per stage, 32 consumers): "
+                             "consumer_release without a consumer_wait of this state: the slot's fill "
+                             "has not landed (its full barrier's phase of parity 0 is incomplete)"),
 ])
 def test_checked_misuse_traps_naming_the_pipeline(case, message):
     proc = run_python(TRAPS.format(case=case), timeout=120)
     out = proc.stdout + proc.stderr
     assert "LAUNCH FAILED" in out, out
     assert message in out, out
+
+
+# --- the cluster pipeline: examples/ws_reduce (multicast TMA, releases across the cluster) ----
+
+
+@skip_on_sim(SIM_CLUSTERS)
+@pytest.mark.parametrize("ctas, stages, rows, checked", [
+    (2, 4, 16, False), (4, 2, 32, False), (8, 2, 32, False), (2, 2, 16, True)])
+def test_ws_reduce_cluster_multicast(ctas, stages, rows, checked):
+    from numba_asynccopy.examples import ws_reduce as wr
+
+    with ac.checked_mode(checked):
+        kernel = cuda.jit(wr.SIGNATURE)(wr.make_ws_reduce(ctas, stages, rows))
+    # a partial last tile (zero-filled rows) and a partial column block;
+    # more tiles than stages: every slot wraps several times
+    n, cols = rows * (3 * stages + 2) + 5, 2 * wr.BC + 36
+    x, w = rand(n, cols), rand(ctas * wr.HEADS, n)
+    d_x, d_y = cuda.to_device(x), poisoned((ctas * wr.HEADS, cols))
+    kernel[wr.grid(cols, ctas), wr.BLOCK](wr.make_map(d_x, ctas, rows), cuda.to_device(w), d_y, n)
+    np.testing.assert_allclose(d_y.copy_to_host(), wr.reference(w, x), rtol=1e-4, atol=1e-4)

@@ -427,3 +427,66 @@ def test_group_pipeline_without_the_producer_ahead():
     assert "pipeline consumer_wait: slot 0 (step 0, phase 0) of a group pipeline (3 stages)" in msg, msg
     assert "only 0 group(s) were committed after this stage, but the pipeline waits with wait_group(2)" in msg
 
+
+
+# --- a tma ring run by one thread (consumers=0): the copy examples' ring -------------------
+
+
+@cuda.jit
+def solo_ring(src, dst, ntiles, release):
+    bars = cuda.shared.array(STAGES, np.uint64)              # full barriers only
+    ring = cuda.shared.array((STAGES, 64), np.float32, alignment=128)
+    if cuda.threadIdx.x == 0:
+        pipe = ac.pipeline.tma_pipeline(bars, STAGES, 0)
+        ac.pipeline.init(pipe)
+        ps = ac.pipeline.producer_start(pipe)
+        cs = ac.pipeline.consumer_start(pipe)
+        for s in range(STAGES):
+            ac.pipeline.producer_acquire(pipe, ps)
+            ac.pipeline.copy_bulk(pipe, ps, ring[ps.slot], src[64 * s:64 * s + 64])
+            ac.pipeline.producer_commit(pipe, ps)
+            ps = ac.pipeline.advance(pipe, ps)
+        for t in range(ntiles):
+            ac.pipeline.consumer_wait(pipe, cs)
+            ac.cp_async_bulk_s2g(dst[64 * t:64 * t + 64], ring[cs.slot])
+            ac.bulk_commit_group()
+            ac.bulk_wait_group(0, read=True)
+            if release:                                      # BUG when False: slot refilled unreleased
+                ac.pipeline.consumer_release(pipe, cs)
+            if t + STAGES < ntiles:
+                ac.pipeline.producer_acquire(pipe, ps)
+                ac.pipeline.copy_bulk(pipe, ps, ring[ps.slot], src[64 * (t + STAGES):64 * (t + STAGES) + 64])
+                ac.pipeline.producer_commit(pipe, ps)
+                ps = ac.pipeline.advance(pipe, ps)
+            cs = ac.pipeline.advance(pipe, cs)
+        ac.pipeline.producer_tail(pipe, ps)
+        ac.bulk_wait_group(0)
+
+
+def test_ring_run_by_one_thread_matches_numpy():
+    src = rand(64 * NT)
+    dst = np.full_like(src, np.nan)
+    solo_ring[1, 32](src, dst, NT, True)
+    np.testing.assert_array_equal(dst, src)
+
+
+def test_ring_run_by_one_thread_refilled_before_release():
+    with pytest.raises(ac.sim.SimulatorError) as e:
+        solo_ring[1, 32](rand(64 * NT), np.zeros(64 * NT, np.float32), NT, False)
+    msg = str(e.value)
+    assert ("pipeline producer_acquire: slot 0 (step 3, phase 0) of a tma pipeline (3 stages, 1 copy "
+            "per stage, run by one thread)") in msg, msg
+    assert "second producer_acquire of a slot still in use: the fill of state step 0 was not " \
+           "consumer_release'd by this thread" in msg, msg
+
+
+@cuda.jit
+def cluster_pipe():
+    bars = cuda.shared.array((2, STAGES), np.uint64)
+    ac.pipeline.cluster_tma_pipeline(bars, STAGES, 4, 2)
+
+
+def test_cluster_pipeline_is_refused_with_the_cluster_reason():
+    with pytest.raises(ac.sim.SimulatorError, match="cluster_tma_pipeline cannot run in the CUDA "
+                                                     "simulator: .* blocks of a cluster never run together"):
+        cluster_pipe[1, 32]()
