@@ -444,6 +444,14 @@ def suite_cluster(r: Recorder) -> None:
                 r.fail(key, key, "numba", "ms", f"error: {type(e).__name__}: {e}")
 
 
+def suite_idioms(r: Recorder) -> None:
+    """The idioms suite (bench/idioms.py): ports as users write them beside
+    their CUDA C++ originals (twins_idioms.cu)."""
+    from .idioms import suite_idioms as run
+
+    run(r)
+
+
 def device_info() -> dict:
     from numba import cuda
 
@@ -474,6 +482,7 @@ SUITES: dict[str, Callable[[Recorder], None]] = {
     "stencil": suite_stencil,
     "cluster": suite_cluster,
     **_async.SUITES,  # bulk, tma (suites_async.py)
+    "idioms": suite_idioms,
 }
 
 def suite_keys(name: str, quick: bool) -> list[str]:
@@ -481,6 +490,10 @@ def suite_keys(name: str, quick: bool) -> list[str]:
     sizes = SIZES["quick" if quick else "full"]
     if name in _async.SUITE_KEYS:
         return list(_async.SUITE_KEYS[name])
+    if name == "idioms":
+        from .idioms import SUITE_KEYS as idiom_keys
+
+        return list(idiom_keys)
     if name == "copy":
         return ["torch_copy", "numba_staged_copy", "twin_staged_copy"]
     if name == "sgemm":
