@@ -219,6 +219,88 @@ def idiom_bulk(X, Y, a, b):
         cuda.syncthreads()
 
 
+# --- the documented lever: the grid-stride loop written as CUDA C++ writes it --------
+# Numba lowers ``range(start, stop, step)`` to a counted loop that NVVM unrolls
+# four times (plus a remainder loop); a ``while`` loop has no trip count to
+# unroll by, like nvcc's ``for (t = blockIdx.x; t < n; t += gridDim.x)``.
+
+
+def idiom_single_while(X, Y, a, b):
+    sh = cuda.shared.array((8, 32, 4), np.float32, alignment=16)
+    tid = cuda.threadIdx.x
+    r = tid // 32
+    q = tid % 32
+    ntiles = X.shape[0] // 8
+    t = cuda.blockIdx.x
+    while t < ntiles:
+        row = t * 8 + r
+        ac.cp_async(sh[r, q, :], X[row, 4 * q:4 * q + 4], 16)
+        ac.commit_group()
+        ac.wait_group(0)
+        cuda.syncthreads()
+        for j in range(4):
+            Y[row, 4 * q + j] = a * sh[r, q, j] + b
+        cuda.syncthreads()
+        t += cuda.gridDim.x
+
+
+def idiom_slice_while(X, Y, a, b):
+    sh = cuda.shared.array((8, 128), np.float32, alignment=16)
+    tid = cuda.threadIdx.x
+    r = tid // 32
+    q = tid % 32
+    ntiles = X.shape[0] // 8
+    t = cuda.blockIdx.x
+    while t < ntiles:
+        row = t * 8 + r
+        ac.cp_async(sh[r, 4 * q:4 * q + 4], X[row, 4 * q:4 * q + 4], 16)
+        ac.commit_group()
+        ac.wait_group(0)
+        cuda.syncthreads()
+        for j in range(4):
+            Y[row, 4 * q + j] = a * sh[r, 4 * q + j] + b
+        cuda.syncthreads()
+        t += cuda.gridDim.x
+
+
+def idiom_vector_while(X, Y, a, b):
+    tid = cuda.threadIdx.x
+    r = tid // 32
+    q = tid % 32
+    ntiles = X.shape[0] // 8
+    t = cuda.blockIdx.x
+    while t < ntiles:
+        row = t * 8 + r
+        x0, x1, x2, x3 = ac.load4(X, (row, 4 * q))
+        ac.store4(Y, (row, 4 * q), (a * x0 + b, a * x1 + b, a * x2 + b, a * x3 + b))
+        t += cuda.gridDim.x
+
+
+def idiom_bulk_while(X, Y, a, b):
+    sh = cuda.shared.array((8, 128), np.float32, alignment=16)
+    bar = cuda.shared.array(1, np.uint64)
+    tid = cuda.threadIdx.x
+    r = tid // 32
+    q = tid % 32
+    if tid == 0:
+        ac.mbarrier_init(bar[0:], 256)
+    ac.fence_mbarrier_init()
+    cuda.syncthreads()
+    ntiles = X.shape[0] // 8
+    phase = 0
+    t = cuda.blockIdx.x
+    while t < ntiles:
+        row = t * 8 + r
+        ac.mbarrier_arrive_expect_tx(bar[0:], 16)
+        ac.cp_async_bulk_g2s(sh[r, 4 * q:4 * q + 4], X[row, 4 * q:4 * q + 4], bar[0:])
+        ac.mbarrier_wait_parity(bar[0:], phase)
+        phase ^= 1
+        for j in range(4):
+            Y[row, 4 * q + j] = a * sh[r, 4 * q + j] + b
+        cuda.syncthreads()
+        t += cuda.gridDim.x
+
+
 #: name -> (Python function, signature, label)
 KERNELS = {
     "single": (idiom_single, SIGNATURE, "single-stage cp.async + wait_group(0)"),
@@ -229,6 +311,16 @@ KERNELS = {
     "vector": (idiom_vector, SIGNATURE, "float4 load/store (ac.load4/store4)"),
     "bulk": (idiom_bulk, SIGNATURE, "16-byte bulk copies on an mbarrier"),
 }
+#: the ``while`` grid-stride forms (README: loops that compile like CUDA C++),
+#: each compared with the CUDA C++ original of the idiom it rewrites
+WHILE_FORMS = {
+    "single_while": (idiom_single_while, SIGNATURE, "single-stage cp.async, while loop", "single"),
+    "slice_while": (idiom_slice_while, SIGNATURE, "slice chunk, while loop", "slice"),
+    "vector_while": (idiom_vector_while, SIGNATURE, "float4 load/store, while loop", "vector"),
+    "bulk_while": (idiom_bulk_while, SIGNATURE, "16-byte bulk copies, while loop", "bulk"),
+}
+#: every port: name -> (function, signature, label, the idiom whose CUDA C++ original is its peer)
+PORTS = {**{k: v + (k,) for k, v in KERNELS.items()}, **WHILE_FORMS}
 
 
 def grid_for(rows: int, sms: int = 132, per_sm: int = 8) -> int:
@@ -237,8 +329,8 @@ def grid_for(rows: int, sms: int = 132, per_sm: int = 8) -> int:
 
 
 def compile_kernel(name: str):
-    """The ``cuda.jit`` kernel of an idiom, compiled for its signature."""
-    fn, sig, _ = KERNELS[name]
+    """The ``cuda.jit`` kernel of a port (``PORTS``), compiled for its signature."""
+    fn, sig = PORTS[name][:2]
     return cuda.jit(sig)(fn)
 
 
@@ -253,7 +345,8 @@ def launch_args(name: str, X, Y, a: float = 1.5, b: float = -0.25) -> tuple:
 ROWS = {"full": 1 << 19, "quick": 1 << 15}
 #: the index of each idiom in ``twin_idiom`` (twins_idioms.cu)
 TWIN_INDEX = {name: i for i, name in enumerate(KERNELS)}
-SUITE_KEYS = [f"{impl}_idiom_{name}" for name in KERNELS for impl in ("numba", "twin")]
+SUITE_KEYS = ([f"{impl}_idiom_{name}" for name in KERNELS for impl in ("numba", "twin")]
+              + [f"numba_idiom_{name}" for name in WHILE_FORMS])
 
 
 def suite_idioms(r) -> None:
@@ -314,3 +407,13 @@ def suite_idioms(r) -> None:
             if rc:
                 raise RuntimeError(f"twin_idiom({i}): CUDA error {rc}")
         r.measure(tkey, tlabel, "cuda-c++", "TB/s", nbytes, twin, check(twin), config=config)
+    for name, (fn, sig, label, _) in WHILE_FORMS.items():
+        config = {"rows": rows, "cols": COLS, "block": BLOCK, "grid": grid}
+        key = f"numba_idiom_{name}"
+        try:
+            kern = cuda.jit(sig)(fn)
+            r.dump_code(key, kern)
+            launch = (lambda k=kern: k[grid, BLOCK](X, Y, np.float32(a), np.float32(b)))
+            r.measure(key, f"idiom: {label}", "numba", "TB/s", nbytes, launch, check(launch), config=config)
+        except Exception as e:
+            r.fail(key, f"idiom: {label}", "numba", "TB/s", f"error: {type(e).__name__}: {e}")
