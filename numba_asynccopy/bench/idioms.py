@@ -323,8 +323,11 @@ WHILE_FORMS = {
 PORTS = {**{k: v + (k,) for k, v in KERNELS.items()}, **WHILE_FORMS}
 
 
-def grid_for(rows: int, sms: int = 132, per_sm: int = 8) -> int:
-    """A persistent grid: ``per_sm`` blocks a multiprocessor, or one a tile."""
+def grid_for(rows: int, sms: int = 132, per_sm: int = 4) -> int:
+    """A persistent grid: ``per_sm`` blocks a multiprocessor, or one a tile.
+    Four 256-thread blocks fit an SM at up to 64 registers a thread, so the
+    ports (24-56 registers) and the originals (20-32) run the same single
+    wave; more blocks would let register counts decide the wave count."""
     return max(1, min(rows // TILE_ROWS, sms * per_sm))
 
 
