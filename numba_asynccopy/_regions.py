@@ -202,6 +202,25 @@ def thread_chunks(builder, lead: View, chunk: int):
         yield list(idx[:-1]), idx[-1]
 
 
+def each_thread_chunk(builder, lead: View, chunk: int, issue) -> None:
+    """Call ``issue(outer_idx, chunk_idx)`` for every chunk of ``lead``.
+
+    A view that is one chunk (the slice idiom ``sh[r, 4*q:4*q+4]``, whose
+    length NVVM cannot prove from the slice arithmetic) takes one branch to
+    one ``issue`` instead of a run-time loop that NVVM unrolls four times;
+    the loop of :func:`thread_chunks` is the general path.  For a view of
+    compile-time shape the test folds away and only one of the two remains.
+    """
+    total = lead.total_chunks(builder, chunk)
+    one = builder.icmp_unsigned("==", total, lead.const(1))
+    with builder.if_else(one, likely=True) as (single, general):
+        with single:
+            issue([lead.const(0)] * (lead.ty.ndim - 1), lead.const(0))
+        with general:
+            with thread_chunks(builder, lead, chunk) as (outer, c):
+                issue(outer, c)
+
+
 @contextmanager
 def cta_chunks(builder, lead: View, chunk: int, tid, nthreads):
     """Spread the chunks of ``lead`` over the block.

@@ -39,9 +39,9 @@ from ._regions import (
     check_same_rank,
     check_view,
     cta_chunks,
+    each_thread_chunk,
     is_absent,
     literal_value,
-    thread_chunks,
 )
 
 CHUNK_BYTES = (4, 8, 16)
@@ -186,8 +186,7 @@ def _lower_cp_async(context, builder, sig, args, o: CpAsyncOptions):
         asm(builder, text, constraints, [da, sa] + extra)
 
     if o.scope == "thread":
-        with thread_chunks(builder, d, o.chunk_bytes) as (outer, c):
-            issue(outer, c)
+        each_thread_chunk(builder, d, o.chunk_bytes, issue)
     else:
         with cta_chunks(builder, d, o.chunk_bytes, linear_tid(builder), block_threads(builder)) as (outer, c):
             issue(outer, c)

@@ -14,6 +14,24 @@ from pathlib import Path
 
 from .suites import SIZES, Measurement
 
+#: the idioms suite's kernels (bench/idioms.py), without importing Numba here
+IDIOM_LABELS = {
+    "single": "single-stage cp.async + wait_group(0)",
+    "slice": "16-byte chunk as a slice sh[r, 4*q:4*q+4]",
+    "pipeline": "4-stage cp.async pipeline, prefetch loop",
+    "runtime_depth": "cp.async pipeline, run-time stages",
+    "mbarrier": "producer/consumer on two mbarrier rings",
+    "vector": "float4 load/store (ac.load4/store4)",
+    "bulk": "16-byte bulk copies on an mbarrier",
+}
+#: the ``while`` grid-stride forms: name -> (label, the idiom whose original is the peer)
+IDIOM_WHILE = {
+    "single_while": ("single-stage cp.async, while loop", "single"),
+    "slice_while": ("slice chunk, while loop", "slice"),
+    "vector_while": ("float4 load/store, while loop", "vector"),
+    "bulk_while": ("16-byte bulk copies, while loop", "bulk"),
+}
+
 
 @dataclass(frozen=True)
 class Comparison:
@@ -98,6 +116,10 @@ def comparisons(quick: bool) -> list[Comparison]:
         Comparison("cluster exchange", "numba_cluster_dsmem", "numba_cluster_global", 2.0),
         Comparison("cluster exchange", "numba_cluster_dsmem", "dsmem_ceiling", None),
         Comparison("cluster exchange", "numba_cluster_dsmem", "twin_cluster_dsmem", 0.97),
+        *[Comparison(f"idiom: {label}", f"numba_idiom_{name}", f"twin_idiom_{name}", 0.97)
+          for name, label in IDIOM_LABELS.items()],
+        *[Comparison(f"idiom: {label}", f"numba_idiom_{name}", f"twin_idiom_{peer}", 0.97)
+          for name, (label, peer) in IDIOM_WHILE.items()],
         Comparison("launch with a cluster shape", "numba_launch_cluster", "numba_launch_plain", 1.2,
                    "lower"),
     ]

@@ -469,6 +469,14 @@ def suite_cluster(r: Recorder) -> None:
                 r.fail(key, key, "numba", "ms", f"error: {type(e).__name__}: {e}")
 
 
+def suite_idioms(r: Recorder) -> None:
+    """The idioms suite (bench/idioms.py): ports as users write them beside
+    their CUDA C++ originals (twins_idioms.cu)."""
+    from .idioms import suite_idioms as run
+
+    run(r)
+
+
 def device_info() -> dict:
     from numba import cuda
 
@@ -499,6 +507,7 @@ SUITES: dict[str, Callable[[Recorder], None]] = {
     "stencil": suite_stencil,
     "cluster": suite_cluster,
     **_async.SUITES,  # bulk, tma (suites_async.py)
+    "idioms": suite_idioms,
 }
 
 def suite_keys(name: str, quick: bool) -> list[str]:
@@ -506,6 +515,10 @@ def suite_keys(name: str, quick: bool) -> list[str]:
     sizes = SIZES["quick" if quick else "full"]
     if name in _async.SUITE_KEYS:
         return list(_async.SUITE_KEYS[name])
+    if name == "idioms":
+        from .idioms import SUITE_KEYS as idiom_keys
+
+        return list(idiom_keys)
     if name == "copy":
         return ["torch_copy", "numba_staged_copy", "numba_staged_copy_manual", "twin_staged_copy"]
     if name == "sgemm":

@@ -52,7 +52,8 @@ class Build:
         outdir.mkdir(parents=True, exist_ok=True)
         self.cmd = [nvcc, "-O3", "-std=c++17", "--shared", "-Xcompiler", "-fPIC", "-lineinfo",
                     gencode(cc), "-Xptxas", "-v", "-o", str(self.so), str(SOURCE),
-                    str(SOURCE.with_name("twins_bulk.cu"))]  # bulk/TMA twins (suites_async)
+                    str(SOURCE.with_name("twins_bulk.cu")),  # bulk/TMA twins (suites_async)
+                    str(SOURCE.with_name("twins_idioms.cu"))]  # the idioms' originals (idioms.py)
         self.log = open(self.log_path, "w")
         self.log.write(" ".join(self.cmd) + "\n")
         self.log.flush()

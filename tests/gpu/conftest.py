@@ -9,9 +9,10 @@ import pytest
 
 @pytest.fixture(scope="session")
 def twins(tmp_path_factory):
-    """The CUDA C++ twins library of the benchmark (``twins.cu`` and
-    ``twins_bulk.cu``), built once with nvcc for this GPU and shared by
-    test_examples_gpu.py and test_async_examples_gpu.py.  Skips without
+    """The CUDA C++ twins library of the benchmark (``twins.cu``,
+    ``twins_bulk.cu`` and ``twins_idioms.cu``), built once with nvcc for this
+    GPU and shared by test_examples_gpu.py, test_async_examples_gpu.py and
+    test_idioms_gpu.py.  Skips without
     nvcc; a failed build fails every test that uses it (nvcc runs once)."""
     from numba import cuda
 

@@ -1,0 +1,112 @@
+"""The idioms suite's ports (bench/idioms.py): they compile as written, and
+the SASS holds what the lowering fixes bought (counts from ptxas/nvdisasm)."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numba import cuda, types
+
+import numba_asynccopy as ac
+from numba_asynccopy import toolchain
+from numba_asynccopy.bench import idioms as idi
+from numba_asynccopy.bench import report
+
+from .test_examples_ptx import sass_loops
+
+
+def _sass(fn, sig):
+    ptx = cuda.compile_ptx(fn, sig, cc=(9, 0))[0]
+    try:
+        cubin, log = toolchain.assemble(ptx, verbose=True)
+        return toolchain.disassemble(cubin), log
+    except toolchain.ToolMissing as e:
+        pytest.skip(str(e))
+
+
+@lru_cache(maxsize=None)
+def idiom_sass(name):
+    fn, sig = idi.PORTS[name][:2]
+    return _sass(fn, sig)
+
+
+def _instructions(sass):
+    return [m.group(1).strip() for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+([@A-Z][^;]*);", sass)]
+
+
+def slice_chunk(X, Y):
+    sh = cuda.shared.array((8, 128), np.float32, alignment=16)
+    tid = cuda.threadIdx.x
+    r = tid // 32
+    q = tid % 32
+    ac.cp_async(sh[r, 4 * q:4 * q + 4], X[r, 4 * q:4 * q + 4], 16)
+    ac.commit_group()
+    ac.wait_group(0)
+    Y[r, 4 * q] = sh[r, 4 * q]
+
+
+def test_slice_chunk_is_one_cp_async_on_its_path():
+    # sh[r, 4*q:4*q+4] has a run-time length (slice clamping).  It used to
+    # be only a run-time chunk loop (unrolled four times by NVVM) whose
+    # back edge ran into the commit; now the one-chunk case is one LDGSTS
+    # that falls through into LDGDEPBAR, outside every loop.
+    sass, _ = _sass(slice_chunk, (types.float32[:, ::1], types.float32[:, ::1]))
+    ins = _instructions(sass)
+    commit = next(i for i, t in enumerate(ins) if t.startswith("LDGDEPBAR"))
+    j = commit - 1
+    while ins[j].startswith(("BSYNC", "S2UR")):
+        j -= 1
+    assert ins[j].startswith("LDGSTS.E.BYPASS.128"), ins[j - 3:commit + 1]
+
+
+def test_slice_idiom_main_loop_takes_the_one_chunk_branch():
+    # the idiom kernel's grid-stride loop holds the single LDGSTS of the
+    # one-chunk branch besides the general chunk loop's
+    sass, log = idiom_sass("slice")
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in log, log
+    loops = sass_loops(sass)
+    main = [b for b in loops if any("BAR.SYNC" in t for t in b)]
+    assert main, [len(b) for b in loops]
+    singles = [t for t in main[-1] if t.startswith("LDGSTS") and "+0x" not in t]
+    assert singles, main[-1]
+
+
+@pytest.mark.parametrize("name", list(idi.PORTS))
+def test_idiom_compiles_without_spills(name):
+    sass, log = idiom_sass(name)
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in log, log
+    ops = toolchain.sass_opcodes(sass)
+    want = {"single": "LDGSTS", "slice": "LDGSTS", "pipeline": "LDGSTS", "runtime_depth": "LDGSTS",
+            "mbarrier": "LDGSTS", "vector": "LDG.E.128", "bulk": "UBLKCP"}[idi.PORTS[name][3]]
+    assert any(op.startswith(want.split(".")[0]) for op in ops), (name, sorted(set(ops)))
+
+
+def test_report_rows_match_the_kernels():
+    assert {k: v[2] for k, v in idi.KERNELS.items()} == report.IDIOM_LABELS
+    assert {k: (v[2], v[3]) for k, v in idi.WHILE_FORMS.items()} == report.IDIOM_WHILE
+    rows = {c.subject: c.peer for c in report.comparisons(False) if c.benchmark.startswith("idiom")}
+    assert rows == {f"numba_idiom_{n}": f"twin_idiom_{v[3]}" for n, v in idi.PORTS.items()}
+    assert set(idi.SUITE_KEYS) == ({f"{p}_idiom_{n}" for n in idi.KERNELS for p in ("numba", "twin")}
+                                   | {f"numba_idiom_{n}" for n in idi.WHILE_FORMS})
+
+
+def test_every_idiom_has_its_cuda_original():
+    src = (Path(idi.__file__).with_name("twins_idioms.cu")).read_text()
+    for name, i in idi.TWIN_INDEX.items():
+        assert re.search(rf"__global__ void {name}\(", src), name
+        assert re.search(rf"case {i}: {name}<<<grid, 256>>>", src), name
+
+
+@pytest.mark.parametrize("name,base,most", [("vector_while", "vector", 30), ("single_while", "single", 56)])
+def test_while_grid_stride_loop_is_not_unrolled(name, base, most):
+    # the documented lever: the range() form is unrolled four times by NVVM
+    # (vector: loops of 117 + 37, single: 112 = 4 x 28); the while form is
+    # one body (vector 25, single 48; nvcc's originals 17 and 25)
+    loops = sass_loops(idiom_sass(name)[0])
+    assert len(loops) == 1 and len(loops[0]) <= most, [len(b) for b in loops]
+    unrolled = sass_loops(idiom_sass(base)[0])
+    assert max(len(b) for b in unrolled) > 2 * len(loops[0]), [len(b) for b in unrolled]
