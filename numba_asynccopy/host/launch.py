@@ -25,12 +25,12 @@ cuda.core ``LaunchConfig``), is done once and cached.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Sequence, Union
 
 import numpy as np
 
 from . import _numba_internals as _nb
+from . import _prepared
 
 Dim = Union[int, Sequence[int]]
 
@@ -157,7 +157,10 @@ class _KernelState:
     declared: tuple[int, int, int] | None
     non_portable: bool = False
     max_dynamic_shared: int = 0
-    #: LaunchConfig of each :func:`launch` shape (a ``_Claim``) checked on this kernel
+    #: the run-time cluster shape (None: none, or the kernel's declared
+    #: one) of each :func:`launch` shape (a ``_Claim``) checked on this kernel
+    checked: dict = field(default_factory=dict)
+    #: the driver's launch configuration of each (``_Claim``, stream handle)
     configs: dict = field(default_factory=dict)
     #: (griddim, blockdim, sharedmem) of ordinary launches already checked
     hook_shapes: set = field(default_factory=set)
@@ -318,23 +321,36 @@ def _claim(grid: Dim, block: Dim, cluster: Dim | None, shared_mem: int,
     return claim
 
 
-def _takeover(kernel: Any, claim: _Claim, args: Sequence[Any], stream: Any) -> None:
+def _takeover(kernel: Any, claim: _Claim, args: Sequence[Any], stream: Any, handle: int) -> None:
     """Launch ``kernel`` (numba's ``_Kernel``, as picked for the arguments)
-    with ``claim``'s shape; ``stream`` is a cuda.core stream.
+    with ``claim``'s shape through Numba's argument marshalling; ``stream``
+    is a cuda.core stream and ``handle`` its driver handle.
 
     The checks that need the compiled kernel (declared shape, shared memory
     limit, debug/cooperative) and the kernel attributes they set run once per
-    kernel, device and shape; after that a launch is a dictionary look-up,
-    argument marshalling and the driver call."""
+    kernel, device and shape.  What was launched is left in
+    ``claims.launched`` for :func:`launch` to prepare the fast path."""
     cufunc = kernel._codelibrary.get_cufunc()
     st = _state(kernel, cufunc)
-    config = st.configs.get(claim)
+    try:
+        cluster = st.checked[claim]
+    except KeyError:
+        cluster = _first_launch(kernel, cufunc, st, claim)
+    config = st.configs.get((claim, handle))
     if config is None:
-        config = _first_launch(kernel, cufunc, st, claim)
+        if len(st.configs) >= _CLAIMS_MAX:
+            st.configs.clear()
+        config = st.configs[claim, handle] = _nb.native_config(
+            claim.grid, claim.block, claim.shared_mem, cluster, handle)
     _nb.launch_kernel(kernel, cufunc, config, args, stream)
+    _nb.claims.launched = (kernel, cufunc, cluster, {handle: config})
 
 
-def _first_launch(kernel: Any, cufunc: Any, st: _KernelState, claim: _Claim) -> Any:
+def _first_launch(kernel: Any, cufunc: Any, st: _KernelState, claim: _Claim) -> tuple | None:
+    """Check a launch shape on a compiled kernel (once per kernel, device and
+    shape); returns the run-time cluster shape the driver gets (None when
+    there is none or the kernel declares its shape: then the driver
+    clusters the blocks itself)."""
     if kernel.debug or kernel.cooperative:
         raise ClusterLaunchError(
             f"{_WHAT}: kernels compiled with debug=True or using grid sync are not "
@@ -343,12 +359,16 @@ def _first_launch(kernel: Any, cufunc: Any, st: _KernelState, claim: _Claim) -> 
     # the device limits are checked here, once per kernel, device and shape
     _, _, shape = _prepare(kernel, claim.grid, claim.block, claim.shared_mem, claim.cluster,
                            claim.non_portable, _WHAT)
-    config = _launch_config(cufunc.device.id, claim.grid, claim.block, claim.shared_mem,
-                            shape if st.declared is None else None)
-    if len(st.configs) >= _CLAIMS_MAX:
-        st.configs.clear()
-    st.configs[claim] = config
-    return config
+    cluster = shape if st.declared is None else None
+    if cluster is not None:
+        cc = tuple(cufunc.device.compute_capability)
+        if cc < (9, 0):  # the driver would refuse the attribute with a bare error
+            raise ClusterLaunchError(f"{_WHAT}: thread-block clusters need compute capability 9.0 "
+                                     f"or newer; this device is sm_{cc[0]}{cc[1]}")
+    if len(st.checked) >= _CLAIMS_MAX:
+        st.checked.clear()
+    st.checked[claim] = cluster
+    return cluster
 
 
 def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
@@ -400,10 +420,29 @@ def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
         ac.launch(ring, grid=8, block=32, args=(out,), cluster=4)
     """
     claim = _claim(grid, block, cluster, shared_mem, non_portable)
-    if not isinstance(args, tuple):
+    if args.__class__ is not tuple:
         args = check_args(args, _WHAT)
+    # the fast path: a launcher prepared by an earlier launch of this shape
+    # and these argument classes (see _prepared.py)
+    try:
+        prepared = kernel.__dict__[_prepared.TABLE_ATTR]
+    except (AttributeError, KeyError):
+        pass
+    else:
+        bucket = prepared.get((claim, *map(type, args)))
+        if bucket and _prepared.run(bucket, args, stream):
+            return
+    _launch_through_numba(kernel, claim, args, stream)
+
+
+def _launch_through_numba(kernel: Any, claim: _Claim, args: tuple, stream: Any) -> None:
+    """The first launch of a shape and argument classes (and every launch
+    with arguments the fast path leaves to Numba): Numba's dispatch picks
+    (and compiles) the kernel, its marshalling converts the arguments; then
+    the fast path is prepared for the next launch."""
     if _nb.SIMULATOR:
         return _simulator_launch(kernel, claim, args, stream)
+    callbacks = None
     if _nb.is_cuda_dispatcher(kernel):
         if kernel.targetoptions.get("device"):
             raise TypeError(f"{kernel.py_func.__name__} is a device function, not a kernel")
@@ -414,9 +453,11 @@ def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
             )
         # configure() is numba's lru_cache'd launch configuration, as kernel[...] builds it
         configured = kernel.configure(claim.grid, claim.block, stream, claim.shared_mem)
+        handle = _prepared.stream_handle(stream)
         claims = _nb.claims
         previous = claims.pending
-        claims.pending = (args, claim)
+        claims.pending = (args, claim, handle)
+        claims.launched = None
         try:
             kernel.call(args, configured)
             if claims.pending is not None:  # never: our hook did not see the launch
@@ -424,10 +465,16 @@ def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
                                    "without numba_asynccopy's launch hook (so without the cluster shape)")
         finally:
             claims.pending = previous
+        callbacks = configured.pre_launch_callbacks
     elif _nb.is_kernel(kernel):  # a compiled kernel (e.g. dispatcher.overloads[sig])
-        _takeover(kernel, claim, args, _nb.core_stream(stream))
+        _takeover(kernel, claim, args, _nb.core_stream(stream), _prepared.stream_handle(stream))
     else:
         raise TypeError(f"expected a @cuda.jit kernel, got {type(kernel).__name__}")
+    launched, _nb.claims.launched = _nb.claims.launched, None
+    if launched is not None:
+        compiled, cufunc, run_time_cluster, configs = launched
+        _prepared.remember(kernel, (claim, *map(type, args)), compiled, cufunc, claim,
+                           run_time_cluster, args, callbacks, configs)
 
 
 def _simulator_launch(kernel: Any, claim: _Claim, args: tuple, stream: Any) -> None:
@@ -449,23 +496,6 @@ def _simulator_launch(kernel: Any, claim: _Claim, args: tuple, stream: Any) -> N
             "(unset NUMBA_ENABLE_CUDASIM)."
         )
     kernel[claim.grid, claim.block, stream, claim.shared_mem](*args)
-
-
-@lru_cache(maxsize=512)
-def _launch_config(device_id: int, grid3: tuple, block3: tuple, shared_mem: int,
-                   cluster: tuple | None) -> Any:
-    """The cuda.core LaunchConfig of a launch shape, built once per shape and
-    device: building one with a cluster queries the device, which would
-    otherwise cost every launch (keyed by device, so that query still runs
-    for each device)."""
-    from cuda.core import LaunchConfig
-
-    if cluster is not None:
-        # cuda.core counts the grid in clusters when a cluster is given
-        clusters = tuple(g // c for g, c in zip(grid3, cluster))
-        return LaunchConfig(grid=clusters, cluster=cluster, block=block3, shmem_size=shared_mem)
-    # no cluster, or a declared shape (part of the kernel: the driver clusters the blocks)
-    return LaunchConfig(grid=grid3, block=block3, shmem_size=shared_mem)
 
 
 def max_active_clusters(kernel: Any, block: Dim, cluster: Dim | None = None, *,
