@@ -13,13 +13,18 @@ installs a small hook on numba-cuda's kernel launch so that the ordinary
 launch path also raises the kernel's dynamic shared memory limit (numba
 alone fails above 48 KB) and checks declared cluster shapes.
 
-:func:`launch` costs about what ``kernel[grid, block](*args)`` costs: it goes
-through Numba's own dispatch (``configure`` and ``call``: numba-cuda's C
-dispatcher finds the compiled kernel, compiling on first use as usual) with
-a claim on the launch left in a thread-local, and the same hook launches
-the kernel with the cluster shape.  What depends only on the launch shape,
-or on the shape and the compiled kernel (checks, kernel attributes, the
-cuda.core ``LaunchConfig``), is done once and cached.
+:func:`launch` has two paths.  The first launch of a kernel with a launch
+shape and argument classes goes through Numba's own dispatch (``configure``
+and ``call``: numba-cuda's C dispatcher finds the compiled kernel,
+compiling on first use as usual) with a claim on the launch left in a
+thread-local; the same hook then launches the kernel with Numba's argument
+marshalling and the cluster shape, after every check.  What that launch
+worked out is kept (``_prepared.py``): later launches with the same shape
+and argument classes write the parameters straight into a preallocated
+block (the same bytes Numba's marshalling produces) and call the driver,
+after re-checking only what the key does not capture.  Arguments that the
+fast path does not read itself (host arrays, foreign device arrays) always
+take Numba's marshalling.
 """
 
 from __future__ import annotations
@@ -386,7 +391,7 @@ def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
     - ``shared_mem``: dynamic shared memory per block in bytes, up to the
       device's opt-in limit (227 KB on sm_90) minus the kernel's static
       shared memory; the kernel's limit is raised as needed.
-    - ``stream``: a Numba stream or 0.
+    - ``stream``: a Numba stream (or cuda.core stream) or 0.
     - ``non_portable``: True to allow clusters of 9-16 CTAs.
 
     Nothing is converted: ``grid``, ``block`` and ``cluster`` are Python or
@@ -404,6 +409,17 @@ def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
     warns about grids under 128 blocks as that launch does.  Errors
     (:class:`ClusterLaunchError`, a ``ValueError``) are raised before the
     driver sees the launch.
+
+    Later launches with the same shape and argument classes skip Numba's
+    dispatch and marshalling: Numba device arrays and scalars (Python or
+    numpy numbers, bools, tuples of them, device records) are written into
+    the kernel's parameters directly, the same bytes Numba would pass.  A
+    launch whose arguments differ in what that key does not capture (an
+    array's dtype or layout, a tuple's element types), in another CUDA
+    context, after the dispatcher compiled a new overload, or with Numba
+    pre-launch callbacks goes through Numba's dispatch again; so do host
+    arrays (copied in and back), other libraries' device arrays and
+    ``datetime64`` values, every time.
 
     Example::
 
