@@ -896,3 +896,22 @@ def test_launchprof_says_it_needs_a_gpu(capsys):
 
     assert launchprof.main(["--n", "10"]) == 2
     assert "launchprof: no CUDA GPU is available; it times real kernel launches" in capsys.readouterr().err
+
+
+def test_the_benchmark_compares_the_launch_rows_with_torch():
+    from numba_asynccopy.bench import report, suites
+    from numba_asynccopy.bench.suites import Measurement
+
+    keys = ["numba_launch_plain", "ac_launch_plain", "numba_launch_cluster", "torch_launch_add"]
+    assert suites.suite_keys("cluster", quick=True)[-4:] == keys
+    res = {k: Measurement(k, k, "numba", "ms", ms=ms, figure=0.0)
+           for k, ms in zip(keys, (0.0346, 0.0110, 0.0131, 0.0082))}
+    rows = {(r.subject, r.peer): r for r in report.build_rows(res, report.comparisons(quick=True))}
+    plain = rows[("ac_launch_plain", "torch_launch_add")]
+    assert plain.ratio == pytest.approx(0.0110 / 0.0082) and plain.target == "<= 1.5"
+    assert plain.verdict == "met"
+    cluster = rows[("numba_launch_cluster", "torch_launch_add")]
+    assert cluster.ratio == pytest.approx(0.0131 / 0.0082) and cluster.verdict == "MISSED"
+    numba = rows[("numba_launch_plain", "torch_launch_add")]
+    assert numba.verdict == "info" and numba.ratio == pytest.approx(0.0346 / 0.0082)
+    assert rows[("numba_launch_cluster", "numba_launch_plain")].target == "<= 1.2"
