@@ -379,7 +379,7 @@ def remember(target: Any, key: tuple, kernel: Any, cufunc: Any, claim: Any,
     or a compiled kernel."""
     t = table(target)
     bucket = t.get(key)
-    if bucket is SLOW:
+    if bucket is not None and not bucket:  # SLOW
         return None
     bucket = tuple(p for p in bucket or () if p.current())  # drop stale launchers
     if len(bucket) >= BUCKET_MAX:
