@@ -40,6 +40,13 @@ then cuda.core's ``ParamHolder`` turns each value into parameter bytes):
 the same type whose memory is the slot (so wrapping, rounding and errors
 are ctypes' own), array fields through one ``struct.pack_into``.  The CPU
 tests compare the bytes with ``ParamHolder``'s for every case.
+
+Extending it: a launch's stream is read by :func:`stream_handle` alone;
+another kind of argument (say a DLPack array) needs a case in
+``_Writer.param`` writing the same fields Numba's marshalling would, with
+the per-launch checks that keep its Numba type (and any stream handshake
+Numba does for it) unchanged; until then ``Unsupported`` keeps it on
+Numba's path.
 """
 
 from __future__ import annotations
