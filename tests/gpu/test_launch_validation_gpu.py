@@ -77,8 +77,10 @@ def combine(out, x, y, alpha, k, flag, z, pair):
 
 
 def _expected(x, y, alpha, k, flag, z, pair):
-    return (np.float64(alpha) * x.astype(np.float64) + y + k + (1.0 if flag else 0.0) + z.real
-            - z.imag + pair[0] * pair[1])
+    # as the kernel computes it: the float32 product, then float64 sums in order
+    return ((np.float32(alpha) * x).astype(np.float64) + y + np.float64(k)
+            + (1.0 if flag else 0.0) + np.float64(z.real) - np.float64(z.imag)
+            + pair[0] * pair[1])
 
 
 def test_repeated_launches_give_numbas_results():
@@ -103,7 +105,7 @@ def test_repeated_launches_give_numbas_results():
             got = out.copy_to_host()
             np.testing.assert_array_equal(got, want_numba.copy_to_host())
             np.testing.assert_allclose(got, _expected(host, y_strided.copy_to_host(), alpha, k,
-                                                      flag, z, pair), rtol=1e-6)
+                                                      flag, z, pair), rtol=1e-9, atol=1e-9)
 
 
 @skip_on_sim("the prepared fast path is not used by the simulator's launch")
@@ -151,7 +153,7 @@ def test_fast_path_on_a_stream():
                                           np.complex64(0), (0, 0.0)), stream=s)
         got = out.copy_to_host(stream=s)
         s.synchronize()
-        np.testing.assert_allclose(got, np.float64(alpha) * host, rtol=1e-6)
+        np.testing.assert_allclose(got, (alpha * host).astype(np.float64), rtol=1e-9, atol=1e-9)
 
 
 @skip_on_sim(SIM_DEVICE)
