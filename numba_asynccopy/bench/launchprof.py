@@ -1,15 +1,23 @@
-"""Host cost of a launch: ``ac.launch(..., cluster=)`` against Numba's own.
+"""Host cost of a launch: ``ac.launch`` against Numba's own launch and torch.
 
-``python -m numba_asynccopy.bench.launchprof`` (needs a GPU) times ``n``
-launches of the small probe kernel of :mod:`numba_asynccopy.examples.exchange`
-both ways, in alternating batches (``time.perf_counter`` around each batch,
-``cuda.synchronize()`` at its end), and prints microseconds per launch
-(median and best batch) and the ratio; then a cProfile of ``n``
-``ac.launch`` calls (sorted by own time) showing where the rest goes.
+``python -m numba_asynccopy.bench.launchprof`` (needs a GPU, sm_90 for the
+cluster row) times ``n`` launches of a 3-argument kernel (``out = a + b``
+over ``blocks * 128`` float32 elements) four ways, in alternating batches
+(``time.perf_counter`` around each batch, ``cuda.synchronize()`` at its
+end), and prints microseconds per launch (median and best batch):
+
+- Numba's own launch, ``vadd[blocks, 128](a, b, out)``;
+- ``ac.launch(vadd, blocks, 128, (a, b, out))``;
+- ``ac.launch(..., cluster=2)``;
+- ``torch.add(ta, tb, out=tc)`` of the same size (the reference).
+
+Each ``ac.launch`` row's target is at most 1.5x the torch row.  Then a
+cProfile of ``n`` ``ac.launch`` calls (sorted by own time) shows where the
+rest goes.  Every row's output is checked before it is timed.
 
 Example::
 
-    python -m numba_asynccopy.bench.launchprof --n 2000 --batches 5
+    python -m numba_asynccopy.bench.launchprof --n 3000 --batches 5
 """
 
 from __future__ import annotations
@@ -23,11 +31,27 @@ import sys
 import time
 from typing import Callable
 
+from numba import cuda, types
+
+#: the launch rows' target: host cost per launch against torch.add's
+TARGET_VS_TORCH = 1.5
+CLUSTER = 2
+
+
+def vadd(a, b, out):
+    """out = a + b (the kernel whose launches are timed)."""
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a[i] + b[i]
+
+
+VADD_SIGNATURE = (types.float32[::1], types.float32[::1], types.float32[::1])
+
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m numba_asynccopy.bench.launchprof",
                                 description=__doc__.split("\n\n")[0])
-    p.add_argument("--n", type=int, default=2000, help="launches per batch (default 2000)")
+    p.add_argument("--n", type=int, default=3000, help="launches per batch (default 3000)")
     p.add_argument("--batches", type=int, default=5, help="batches of each kind (default 5)")
     p.add_argument("--blocks", type=int, default=528, help="grid in blocks (default 528)")
     p.add_argument("--top", type=int, default=25, help="cProfile rows to print (default 25)")
@@ -38,8 +62,6 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 def _batch_us(launch: Callable[[], None], n: int) -> float:
     """Microseconds per launch over one batch of ``n`` (ended by a synchronize)."""
-    from numba import cuda
-
     cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(n):
@@ -49,8 +71,6 @@ def _batch_us(launch: Callable[[], None], n: int) -> float:
 
 
 def _profile(launch: Callable[[], None], n: int, top: int, title: str) -> str:
-    from numba import cuda
-
     cuda.synchronize()
     prof = cProfile.Profile()
     prof.enable()
@@ -64,9 +84,64 @@ def _profile(launch: Callable[[], None], n: int, top: int, title: str) -> str:
     return out.getvalue()
 
 
+def launch_rows(blocks: int) -> tuple[dict[str, tuple[str, Callable[[], None]]], Callable[[str], str]]:
+    """The timed launches (key -> (label, launch)) and a checker
+    ``check(key) -> description`` that runs one launch on poisoned output
+    and compares it with ``a + b`` (raises AssertionError).  The torch row
+    is left out where torch (with CUDA) is not installed."""
+    import numpy as np
+
+    import numba_asynccopy as ac
+
+    n = blocks * 128
+    rng = np.random.default_rng()
+    ha = rng.standard_normal(n).astype(np.float32)
+    hb = rng.standard_normal(n).astype(np.float32)
+    a, b = cuda.to_device(ha), cuda.to_device(hb)
+    out = cuda.device_array(n, np.float32)
+    want = ha + hb
+    k = cuda.jit(VADD_SIGNATURE)(vadd)
+    args = (a, b, out)
+    rows: dict[str, tuple[str, Callable[[], None]]] = {
+        "numba_launch_plain": (f"Numba's own launch, vadd[{blocks}, 128](a, b, out)",
+                               lambda: k[blocks, 128](a, b, out)),
+        "ac_launch_plain": (f"ac.launch(vadd, {blocks}, 128, (a, b, out))",
+                            lambda: ac.launch(k, blocks, 128, args)),
+        "numba_launch_cluster": (f"ac.launch(vadd, ..., cluster={CLUSTER})",
+                                 lambda: ac.launch(k, blocks, 128, args, cluster=CLUSTER)),
+    }
+    torch_out = {}
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            ta = torch.from_numpy(ha).cuda()
+            tb = torch.from_numpy(hb).cuda()
+            tc = torch.empty_like(ta)
+            torch_out["t"] = tc
+            rows["torch_launch_add"] = (f"torch.add(a, b, out=c), {n} float32",
+                                        lambda: torch.add(ta, tb, out=tc))
+    except ImportError:
+        pass
+
+    def check(key: str) -> str:
+        if key == "torch_launch_add":
+            torch_out["t"].fill_(float("nan"))
+            rows[key][1]()
+            got = torch_out["t"].cpu().numpy()
+        else:
+            out.copy_to_device(np.full(n, np.nan, np.float32))
+            rows[key][1]()
+            got = out.copy_to_host()
+        if not np.array_equal(got, want):
+            raise AssertionError(f"{rows[key][0]} wrote {got[:4]}..., expected {want[:4]}...")
+        return f"{n} sums equal a + b"
+
+    return rows, check
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
-    from numba import cuda
     from numba.cuda.core import config
 
     if config.ENABLE_CUDASIM or not cuda.is_available():
@@ -79,60 +154,54 @@ def main(argv: list[str] | None = None) -> int:
         print(f"launchprof: thread-block clusters need sm_90 or newer; this GPU is sm_{cc[0]}{cc[1]}.",
               file=sys.stderr)
         return 2
-
-    import numpy as np
-
-    import numba_asynccopy as ac
-    from numba_asynccopy.examples import exchange as ex
-
-    blocks, cluster, n = args.blocks, ex.CLUSTER, args.n
-    if blocks % cluster:
-        print(f"launchprof: --blocks {blocks} is not a multiple of the cluster size {cluster}",
+    blocks, n = args.blocks, args.n
+    if blocks % CLUSTER:
+        print(f"launchprof: --blocks {blocks} is not a multiple of the cluster size {CLUSTER}",
               file=sys.stderr)
         return 2
-    probe = cuda.jit(ex.PROBE_SIGNATURE)(ex.launch_probe)
-    out = cuda.device_array(blocks, np.int32)
 
-    def plain() -> None:
-        probe[blocks, 128](out)
-
-    def with_cluster() -> None:
-        ac.launch(probe, blocks, 128, (out,), cluster=cluster)
-
-    # first launches: kernel load, attribute checks, caches; and both really ran as meant
-    for launch, expect in ((plain, np.zeros(blocks, np.int32)),
-                           (with_cluster, np.tile(np.arange(cluster, dtype=np.int32), blocks // cluster))):
-        out.copy_to_device(np.full(blocks, -1, np.int32))
-        launch()
-        got = out.copy_to_host()
-        if not np.array_equal(got, expect):
-            print(f"launchprof: {launch.__name__} wrote {got[:8]}..., expected {expect[:8]}...",
-                  file=sys.stderr)
+    rows, check = launch_rows(blocks)
+    for key in rows:  # first launches (compile, checks, caches); then check each really ran
+        try:
+            check(key)
+        except AssertionError as e:
+            print(f"launchprof: {e}", file=sys.stderr)
             return 1
         for _ in range(50):  # warm-up
-            launch()
+            rows[key][1]()
     cuda.synchronize()
 
-    times: dict[str, list[float]] = {"plain": [], "cluster": []}
-    for _ in range(args.batches):  # alternate, so drift hits both alike
-        times["plain"].append(_batch_us(plain, n))
-        times["cluster"].append(_batch_us(with_cluster, n))
+    times: dict[str, list[float]] = {k: [] for k in rows}
+    for _ in range(args.batches):  # alternate, so drift hits all alike
+        for key, (_, launch) in rows.items():
+            times[key].append(_batch_us(launch, n))
     med = {k: statistics.median(v) for k, v in times.items()}
     best = {k: min(v) for k, v in times.items()}
     dev = cuda.get_current_device()
     name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
     print(f"launch host cost on {name}: {args.batches} batches of {n} launches, grid {blocks} "
-          f"blocks of 128 threads (median / best batch)")
-    print(f"  probe[{blocks}, 128](out)                           "
-          f"{med['plain']:7.2f} / {best['plain']:7.2f} us per launch")
-    print(f"  ac.launch(probe, {blocks}, 128, (out,), cluster={cluster})  "
-          f"{med['cluster']:7.2f} / {best['cluster']:7.2f} us per launch")
-    print(f"  ratio ac.launch / Numba: {med['cluster'] / med['plain']:.3f} (median), "
-          f"{best['cluster'] / best['plain']:.3f} (best)")
+          f"blocks of 128 threads, {blocks * 128} float32 (median / best batch)")
+    width = max(len(label) for label, _ in rows.values())
+    for key, (label, _) in rows.items():
+        print(f"  {label:{width}s}  {med[key]:7.2f} / {best[key]:7.2f} us per launch")
+    ref = "torch_launch_add" if "torch_launch_add" in rows else None
+    for key in ("ac_launch_plain", "numba_launch_cluster", "numba_launch_plain"):
+        line = f"  {rows[key][0]:{width}s}"
+        if ref:
+            r = med[key] / med[ref]
+            target = (f"target <= {TARGET_VS_TORCH:g}: {'met' if r <= TARGET_VS_TORCH else 'MISSED'}"
+                      if key != "numba_launch_plain" else "info")
+            line += f"  {r:5.2f}x torch.add ({target})"
+        if key != "numba_launch_plain":
+            line += f"  {med[key] / med['numba_launch_plain']:5.2f}x Numba's launch"
+        print(line)
+    if ref is None:
+        print("  (torch with CUDA is not installed: no torch.add reference)")
     print()
-    print(_profile(with_cluster, n, args.top, f"ac.launch(probe, {blocks}, 128, (out,), cluster={cluster})"))
+    print(_profile(rows["ac_launch_plain"][1], n, args.top, rows["ac_launch_plain"][0]))
+    print(_profile(rows["numba_launch_cluster"][1], n, args.top, rows["numba_launch_cluster"][0]))
     if args.profile_plain:
-        print(_profile(plain, n, args.top, f"probe[{blocks}, 128](out)"))
+        print(_profile(rows["numba_launch_plain"][1], n, args.top, rows["numba_launch_plain"][0]))
     return 0
 
 

@@ -369,8 +369,9 @@ CLUSTER_BLOCKS_PER_SM = 4
 
 def suite_cluster(r: Recorder) -> None:
     """The neighbour exchange through DSMEM and through global memory (same
-    rounds, same bytes), its CUDA C++ twin, and the cost of a launch with a
-    cluster shape (``ac.launch``) against Numba's own launch."""
+    rounds, same bytes), its CUDA C++ twin, and the host cost of a launch:
+    Numba's own, ``ac.launch`` plain and with a cluster shape, and
+    ``torch.add`` of the same size as the reference."""
     from numba import cuda
 
     import numba_asynccopy as ac
@@ -441,30 +442,21 @@ def suite_cluster(r: Recorder) -> None:
                f"error: {type(e).__name__}: {e}")
     del A, out, scratch, want
 
-    # launch cost: the same specialised kernel, host-bound batches of launches
-    probe_out = cuda.device_array(blocks, np.int32)
-    ranks = np.arange(blocks, dtype=np.int32) % ex.CLUSTER
+    # launch cost: a 3-argument kernel, host-bound batches of launches, and
+    # torch.add of the same size as the reference (all in this run)
+    from .launchprof import launch_rows
 
-    def check_probe(launch, expect) -> Callable[[], str]:
-        def check():
-            du.launch_poisoned(launch, probe_out)
-            got = probe_out.copy_to_host()
-            if not np.array_equal(got, expect):
-                raise AssertionError(f"cluster ranks {got[:8]}... expected {expect[:8]}...")
-            return "every block wrote its cluster rank"
-        return check
-
+    keys = ("numba_launch_plain", "ac_launch_plain", "numba_launch_cluster", "torch_launch_add")
     try:
-        probe = cuda.jit(ex.PROBE_SIGNATURE)(ex.launch_probe)
-        with_cluster = lambda: ac.launch(probe, blocks, 128, (probe_out,), cluster=ex.CLUSTER)  # noqa: E731
-        plain = lambda: probe[blocks, 128](probe_out)  # noqa: E731
-        lconf = {"blocks": blocks, "block": 128, "cluster": ex.CLUSTER}
-        r.measure("numba_launch_plain", "Numba's own launch of the same kernel", "numba", "ms", 0.0,
-                  plain, check_probe(plain, np.zeros(blocks, np.int32)), config=lconf)
-        r.measure("numba_launch_cluster", "ac.launch(..., cluster=) of a kernel", "numba", "ms", 0.0,
-                  with_cluster, check_probe(with_cluster, ranks), config=lconf)
+        rows, check_sum = launch_rows(blocks)
+        lconf = {"blocks": blocks, "block": 128, "elements": blocks * 128, "cluster": ex.CLUSTER}
+        if "torch_launch_add" not in rows:
+            r.fail("torch_launch_add", "torch.add", "torch", "ms", "error: torch with CUDA not available")
+        for key, (label, launch) in rows.items():
+            r.measure(key, label, "torch" if key.startswith("torch") else "numba", "ms", 0.0, launch,
+                      lambda k=key: check_sum(k), config=lconf)
     except Exception as e:
-        for key in ("numba_launch_plain", "numba_launch_cluster"):
+        for key in keys:
             if key not in r.results:
                 r.fail(key, key, "numba", "ms", f"error: {type(e).__name__}: {e}")
 
@@ -530,7 +522,7 @@ def suite_keys(name: str, quick: bool) -> list[str]:
                 "twin_stencil_plain", "twin_stencil_plain_norestrict"]
     if name == "cluster":
         return ["numba_cluster_dsmem", "numba_cluster_global", "dsmem_ceiling", "twin_cluster_dsmem",
-                "numba_launch_plain", "numba_launch_cluster"]
+                "numba_launch_plain", "ac_launch_plain", "numba_launch_cluster", "torch_launch_add"]
     return []
 
 

@@ -29,6 +29,7 @@ NAMES: tuple[tuple[str, str], ...] = (
     ("numba.cuda.dispatcher", "CUDADispatcher.compile_device"),
     ("numba.cuda.dispatcher", "CUDADispatcher._compile_for_args"),
     ("numba.cuda.dispatcher", "CUDADispatcher.specialized"),
+    ("numba.cuda.dispatcher", "CUDADispatcher._can_compile"),
     ("numba.cuda.compiler", "compile"),
     ("numba.cuda.codegen", "CUDACodeLibrary.get_cufunc"),
     ("numba.cuda.cudadrv.driver", "CudaPythonFunction.handle"),
@@ -37,7 +38,21 @@ NAMES: tuple[tuple[str, str], ...] = (
     ("numba.cuda.cudadrv.driver", "_to_core_stream"),
     ("numba.cuda.cudadrv.driver", "binding.CUfunction_attribute"),
     ("numba.cuda.cudadrv.driver", "driver"),
-    ("cuda.core", "launch"),
+    ("numba.cuda.cudadrv.driver", "Stream"),
+    ("numba.cuda.cudadrv.devicearray", "DeviceNDArray._numba_type_"),
+    ("numba.cuda.cudadrv.devicearray", "DeviceNDArrayBase._strided_memory_view_shim"),
+    ("numba.cuda.cudadrv.devicearray", "DeviceRecord"),
+    ("numba.cuda.cudadrv.devices", "_runtime._tls"),
+    ("numba.cuda.dispatcher", "_LaunchConfiguration"),
+    ("cuda.core._kernel_arg_handler", "ParamHolder"),
+    ("cuda.core._utils.cuda_utils", "handle_return"),
+    ("cuda.bindings.driver", "cuLaunchKernelEx"),
+    ("cuda.bindings.driver", "cuCtxGetCurrent"),
+    ("cuda.bindings.driver", "CUlaunchConfig"),
+    ("cuda.bindings.driver", "CUlaunchAttribute"),
+    ("cuda.bindings.driver", "CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION"),
+    ("cuda.bindings.driver", "CUfunction"),
+    ("cuda.bindings.driver", "CUstream"),
 )
 
 #: (module, dotted function, name): attributes numba-cuda's constructors set
@@ -48,6 +63,13 @@ CODE_NAMES: tuple[tuple[str, str, str], ...] = (
     ("numba.cuda.dispatcher", "_DispatcherBase.__init__", "overloads"),
     ("numba.cuda.dispatcher", "_DispatcherBase.__init__", "py_func"),
     ("numba.cuda.compiler", "compile", "device"),
+    ("numba.cuda.dispatcher", "_Kernel.__init__", "extensions"),
+    ("numba.cuda.dispatcher", "_Kernel.__init__", "launch_config_sensitive"),
+    ("numba.cuda.dispatcher", "CUDADispatcher.__init__", "_launch_config_sensitive"),
+    ("numba.cuda.dispatcher", "_DispatcherBase._reset_overloads", "overloads"),
+    ("numba.cuda.dispatcher", "_LaunchConfiguration.__init__", "pre_launch_callbacks"),
+    ("numba.cuda.dispatcher", "_Kernel._prepare_args", "strides_in_bytes"),
+    ("numba.cuda.cudadrv.devicearray", "_to_strided_memory_view", "_strided_memory_view_shim"),
 )
 
 # --- kernel or device function? ---------------------------------------------
@@ -61,12 +83,10 @@ CODE_NAMES: tuple[tuple[str, str, str], ...] = (
 SIMULATOR = not hasattr(_dispatcher, "_Kernel")
 if SIMULATOR:
     _KERNEL_INIT = _COMPILE = _COMPILE_DEVICE = None
-    core_launch = None
 else:
     _KERNEL_INIT = inspect.unwrap(_dispatcher._Kernel.__init__).__code__
     _COMPILE = inspect.unwrap(_compiler.compile).__code__
     _COMPILE_DEVICE = inspect.unwrap(_dispatcher.CUDADispatcher.compile_device).__code__
-    from cuda.core import launch as core_launch  # CPU tests replace it
 
 
 def compiling_kernel() -> bool | None:
@@ -174,12 +194,15 @@ _hook: Callable | None = None
 
 
 class _Claims(threading.local):
-    #: ``(args, claim)`` while ``ac.launch`` runs ``dispatcher.call(args, ...)``
-    #: on this thread: the ``_Kernel.launch`` that gets that very ``args``
-    #: object is ours.  (Matched by the arguments, not the kernel: numba
-    #: picks the kernel, and one rebuilt from the on-disk cache has no
-    #: ``py_func``.)
+    #: ``(args, claim, stream handle)`` while ``ac.launch`` runs
+    #: ``dispatcher.call(args, ...)`` on this thread: the ``_Kernel.launch``
+    #: that gets that very ``args`` object is ours.  (Matched by the
+    #: arguments, not the kernel: numba picks the kernel, and one rebuilt
+    #: from the on-disk cache has no ``py_func``.)
     pending: tuple | None = None
+    #: ``(kernel, cufunc, run-time cluster, {stream handle: driver config})``
+    #: of the launch the takeover just made
+    launched: tuple | None = None
 
 
 claims = _Claims()
@@ -193,9 +216,10 @@ def install_launch_hook(prepare: Callable[..., None], takeover: Callable[..., No
       first (it raises the kernel's dynamic shared memory limit and rejects
       a grid that does not fit a declared cluster shape), then numba-cuda's
       own launch.
-    - While ``claims.pending`` is ``(args, claim)`` and the launch gets
-      that same ``args`` object, the claim is consumed (``pending`` becomes
-      None) and ``takeover(kernel, claim, args, stream)`` launches instead.
+    - While ``claims.pending`` is ``(args, claim, handle)`` and the launch
+      gets that same ``args`` object, the claim is consumed (``pending``
+      becomes None) and ``takeover(kernel, claim, args, stream, handle)``
+      launches instead.
       ``ac.launch`` sets it around ``dispatcher.call(args, ...)``, which
       hands ``args`` through unchanged, so numba-cuda picks (and compiles)
       the kernel exactly as for ``kernel[grid, block]``, C fast path
@@ -210,7 +234,7 @@ def install_launch_hook(prepare: Callable[..., None], takeover: Callable[..., No
         pending = claims.pending
         if pending is not None and pending[0] is args:
             claims.pending = None
-            return takeover(self, pending[1], args, stream)
+            return takeover(self, pending[1], args, stream, pending[2])
         prepare(self, griddim, blockdim, sharedmem)
         return original(self, args, griddim, blockdim, stream, sharedmem)
 
@@ -231,10 +255,137 @@ def is_kernel(obj: Any) -> bool:
 
 
 def launch_kernel(kernel: Any, cufunc: Any, config: Any, args: Sequence[Any], stream: Any) -> None:
-    """Launch ``kernel`` with a cuda.core ``LaunchConfig`` as numba-cuda's
-    ``_Kernel.launch`` does it (argument marshalling, then write-backs of
-    host arrays); ``stream`` is a cuda.core stream."""
+    """Launch ``kernel`` as numba-cuda's ``_Kernel.launch`` does it:
+    Numba's argument marshalling, cuda.core's conversion of those values
+    into kernel parameters (``ParamHolder``, what ``cuda.core.launch`` uses),
+    the driver launch, then the write-backs of host arrays.  ``config`` is
+    a :func:`native_config` on ``stream``'s handle; ``stream`` is the
+    cuda.core stream Numba marshals on."""
     kernelargs, retr = marshal_args(kernel, args, stream)
-    core_launch(stream, config, cufunc.kernel, *kernelargs)
+    holder = ParamHolder(kernelargs)
+    launch_ex(config, launch_handle(kernel, cufunc), holder.ptr)
+    del holder  # the driver has copied the parameters
     for writeback in retr:
         writeback()
+
+
+# --- the driver launch ----------------------------------------------------------------------
+# ac.launch calls cuLaunchKernelEx itself, with the CUlaunchConfig that
+# cuda.core's launch builds (cuda.core's ``_to_native_launch_config``: the
+# grid in blocks, a cluster shape as the CLUSTER_DIMENSION attribute) and a
+# ready array of parameter pointers.  CPU tests replace launch_ex,
+# launch_handle and current_context_handle.
+
+if SIMULATOR:
+    ParamHolder = None
+else:
+    from cuda.core._kernel_arg_handler import ParamHolder
+
+
+def native_config(grid: tuple[int, int, int], block: tuple[int, int, int], shared_mem: int,
+                  cluster: tuple[int, int, int] | None, stream_handle: int) -> Any:
+    """The driver's ``CUlaunchConfig`` for a launch shape (``grid`` in
+    blocks; ``cluster`` None for no run-time cluster) on the stream
+    ``stream_handle``, built as cuda.core's launch builds it for
+    ``LaunchConfig(grid=grid // cluster, cluster=cluster, block=block,
+    shmem_size=shared_mem)``.  Never changed once built: one per shape and
+    stream, shared by every thread.
+
+    Example::
+
+        cfg = native_config((528, 1, 1), (128, 1, 1), 0, (2, 1, 1), 0)
+    """
+    from cuda.bindings import driver as binding
+
+    cfg = binding.CUlaunchConfig()
+    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+    attrs = []
+    if cluster is not None:
+        attr = binding.CUlaunchAttribute()
+        attr.id = binding.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        dim = attr.value.clusterDim
+        dim.x, dim.y, dim.z = cluster
+        attrs.append(attr)
+    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
+    cfg.sharedMemBytes = shared_mem
+    cfg.numAttrs = len(attrs)
+    cfg.attrs = attrs
+    cfg.hStream = binding.CUstream(stream_handle)
+    return cfg
+
+
+def launch_handle(kernel: Any, cufunc: Any) -> Any:
+    """The handle ``cuLaunchKernelEx`` launches: the loaded kernel
+    (cuda.core's ``CUkernel``, which the driver accepts as a function)."""
+    from cuda.bindings import driver as binding
+
+    return binding.CUfunction(int(cufunc.handle))
+
+
+def launch_ex(cfg: Any, func: Any, params: int) -> None:
+    """``cuLaunchKernelEx(cfg, func, params, NULL)``; ``params`` is the
+    address of the array of pointers to the parameter values.  A driver
+    error raises cuda.core's ``CUDAError``, as ``cuda.core.launch`` does."""
+    result = _cuLaunchKernelEx(cfg, func, params, 0)
+    if result[0]:
+        _handle_return(result)
+
+
+def current_context_handle() -> int:
+    """The context Numba would launch in now, as an int: the thread's
+    attached context, else the driver's current one (0: none yet)."""
+    ctx = getattr(_tls, "attached_context", None)
+    if ctx is not None:
+        return int(ctx.handle)
+    result = _cuCtxGetCurrent()
+    return 0 if result[0] or result[1] is None else int(result[1])
+
+
+if SIMULATOR:
+    _tls = _cuLaunchKernelEx = _cuCtxGetCurrent = _handle_return = None
+else:
+    from cuda.bindings.driver import cuCtxGetCurrent as _cuCtxGetCurrent
+    from cuda.bindings.driver import cuLaunchKernelEx as _cuLaunchKernelEx
+    from cuda.core._utils.cuda_utils import handle_return as _handle_return
+    from numba.cuda.cudadrv.devices import _runtime
+
+    _tls = _runtime._tls
+
+
+def numba_stream_class() -> type | None:
+    """numba-cuda's ``Stream`` (what ``cuda.stream()`` returns)."""
+    if SIMULATOR:
+        return None
+    from numba.cuda.cudadrv.driver import Stream
+
+    return Stream
+
+
+def device_array_classes() -> tuple[type, type] | None:
+    """numba-cuda's ``DeviceNDArray`` and ``DeviceRecord``: device memory
+    whose kernel parameters the prepared launch reads itself (from the same
+    ``_strided_memory_view_shim`` that Numba's marshalling reads)."""
+    if SIMULATOR:
+        return None
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray, DeviceRecord
+
+    return DeviceNDArray, DeviceRecord
+
+
+def launch_config_sensitive(dispatcher: Any, kernel: Any) -> bool:
+    """numba-cuda compiles a launch-configuration-sensitive kernel per
+    launch shape (its dispatcher picks one per ``(grid, block, shared)``)."""
+    return bool(getattr(dispatcher, "_launch_config_sensitive", False)
+                or getattr(kernel, "launch_config_sensitive", False))
+
+
+def can_compile(dispatcher: Any) -> bool:
+    """Whether the dispatcher compiles a new overload for new argument types
+    (then it only launches exact matches) rather than converting arguments
+    to one of the signatures it was given."""
+    return bool(dispatcher._can_compile)
+
+
+def kernel_extensions(kernel: Any) -> list:
+    """Numba's argument-marshalling extensions of a compiled kernel."""
+    return kernel.extensions

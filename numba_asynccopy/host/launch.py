@@ -13,24 +13,29 @@ installs a small hook on numba-cuda's kernel launch so that the ordinary
 launch path also raises the kernel's dynamic shared memory limit (numba
 alone fails above 48 KB) and checks declared cluster shapes.
 
-:func:`launch` costs about what ``kernel[grid, block](*args)`` costs: it goes
-through Numba's own dispatch (``configure`` and ``call``: numba-cuda's C
-dispatcher finds the compiled kernel, compiling on first use as usual) with
-a claim on the launch left in a thread-local, and the same hook launches
-the kernel with the cluster shape.  What depends only on the launch shape,
-or on the shape and the compiled kernel (checks, kernel attributes, the
-cuda.core ``LaunchConfig``), is done once and cached.
+:func:`launch` has two paths.  The first launch of a kernel with a launch
+shape and argument classes goes through Numba's own dispatch (``configure``
+and ``call``: numba-cuda's C dispatcher finds the compiled kernel,
+compiling on first use as usual) with a claim on the launch left in a
+thread-local; the same hook then launches the kernel with Numba's argument
+marshalling and the cluster shape, after every check.  What that launch
+worked out is kept (``_prepared.py``): later launches with the same shape
+and argument classes write the parameters straight into a preallocated
+block (the same bytes Numba's marshalling produces) and call the driver,
+after re-checking only what the key does not capture.  Arguments that the
+fast path does not read itself (host arrays, foreign device arrays) always
+take Numba's marshalling.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Sequence, Union
 
 import numpy as np
 
 from . import _numba_internals as _nb
+from . import _prepared
 
 Dim = Union[int, Sequence[int]]
 
@@ -200,7 +205,10 @@ class _KernelState:
     declared: tuple[int, int, int] | None
     non_portable: bool = False
     max_dynamic_shared: int = 0
-    #: LaunchConfig of each :func:`launch` shape (a ``_Claim``) checked on this kernel
+    #: the run-time cluster shape (None: none, or the kernel's declared
+    #: one) of each :func:`launch` shape (a ``_Claim``) checked on this kernel
+    checked: dict = field(default_factory=dict)
+    #: the driver's launch configuration of each (``_Claim``, stream handle)
     configs: dict = field(default_factory=dict)
     #: (griddim, blockdim, sharedmem) of ordinary launches already checked
     hook_shapes: set = field(default_factory=set)
@@ -356,23 +364,36 @@ def _claim(grid: Dim, block: Dim, cluster: Dim | None, shared_mem: int,
     return claim
 
 
-def _takeover(kernel: Any, claim: _Claim, args: Sequence[Any], stream: Any) -> None:
+def _takeover(kernel: Any, claim: _Claim, args: Sequence[Any], stream: Any, handle: int) -> None:
     """Launch ``kernel`` (numba's ``_Kernel``, as picked for the arguments)
-    with ``claim``'s shape; ``stream`` is a cuda.core stream.
+    with ``claim``'s shape through Numba's argument marshalling; ``stream``
+    is a cuda.core stream and ``handle`` its driver handle.
 
     The checks that need the compiled kernel (declared shape, shared memory
     limit, debug/cooperative) and the kernel attributes they set run once per
-    kernel, device and shape; after that a launch is a dictionary look-up,
-    argument marshalling and the driver call."""
+    kernel, device and shape.  What was launched is left in
+    ``claims.launched`` for :func:`launch` to prepare the fast path."""
     cufunc = kernel._codelibrary.get_cufunc()
     st = _state(kernel, cufunc)
-    config = st.configs.get(claim)
+    try:
+        cluster = st.checked[claim]
+    except KeyError:
+        cluster = _first_launch(kernel, cufunc, st, claim)
+    config = st.configs.get((claim, handle))
     if config is None:
-        config = _first_launch(kernel, cufunc, st, claim)
+        if len(st.configs) >= _CLAIMS_MAX:
+            st.configs.clear()
+        config = st.configs[claim, handle] = _nb.native_config(
+            claim.grid, claim.block, claim.shared_mem, cluster, handle)
     _nb.launch_kernel(kernel, cufunc, config, args, stream)
+    _nb.claims.launched = (kernel, cufunc, cluster, {handle: config})
 
 
-def _first_launch(kernel: Any, cufunc: Any, st: _KernelState, claim: _Claim) -> Any:
+def _first_launch(kernel: Any, cufunc: Any, st: _KernelState, claim: _Claim) -> tuple | None:
+    """Check a launch shape on a compiled kernel (once per kernel, device and
+    shape); returns the run-time cluster shape the driver gets (None when
+    there is none or the kernel declares its shape: then the driver
+    clusters the blocks itself)."""
     if kernel.debug or kernel.cooperative:
         raise ClusterLaunchError(
             f"{_WHAT}: kernels compiled with debug=True or using grid sync are not "
@@ -381,12 +402,16 @@ def _first_launch(kernel: Any, cufunc: Any, st: _KernelState, claim: _Claim) -> 
     # the device limits are checked here, once per kernel, device and shape
     _, _, shape = _prepare(kernel, claim.grid, claim.block, claim.shared_mem, claim.cluster,
                            claim.non_portable, _WHAT)
-    config = _launch_config(cufunc.device.id, claim.grid, claim.block, claim.shared_mem,
-                            shape if st.declared is None else None)
-    if len(st.configs) >= _CLAIMS_MAX:
-        st.configs.clear()
-    st.configs[claim] = config
-    return config
+    cluster = shape if st.declared is None else None
+    if cluster is not None:
+        cc = tuple(cufunc.device.compute_capability)
+        if cc < (9, 0):  # the driver would refuse the attribute with a bare error
+            raise ClusterLaunchError(f"{_WHAT}: thread-block clusters need compute capability 9.0 "
+                                     f"or newer; this device is sm_{cc[0]}{cc[1]}")
+    if len(st.checked) >= _CLAIMS_MAX:
+        st.checked.clear()
+    st.checked[claim] = cluster
+    return cluster
 
 
 def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
@@ -404,7 +429,7 @@ def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
     - ``shared_mem``: dynamic shared memory per block in bytes, up to the
       device's opt-in limit (227 KB on sm_90) minus the kernel's static
       shared memory; the kernel's limit is raised as needed.
-    - ``stream``: a Numba stream or 0.
+    - ``stream``: a Numba stream (or cuda.core stream) or 0.
     - ``non_portable``: True to allow clusters of 9-16 CTAs.
 
     Nothing is converted: ``grid``, ``block`` and ``cluster`` are Python or
@@ -423,6 +448,17 @@ def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
     (:class:`ClusterLaunchError`, a ``ValueError``) are raised before the
     driver sees the launch.
 
+    Later launches with the same shape and argument classes skip Numba's
+    dispatch and marshalling: Numba device arrays and scalars (Python or
+    numpy numbers, bools, tuples of them, device records) are written into
+    the kernel's parameters directly, the same bytes Numba would pass.  A
+    launch whose arguments differ in what that key does not capture (an
+    array's dtype or layout, a tuple's element types), in another CUDA
+    context, after the dispatcher compiled a new overload, or with Numba
+    pre-launch callbacks goes through Numba's dispatch again; so do host
+    arrays (copied in and back), other libraries' device arrays and
+    ``datetime64`` values, every time.
+
     Example::
 
         @cuda.jit
@@ -438,10 +474,29 @@ def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
         ac.launch(ring, grid=8, block=32, args=(out,), cluster=4)
     """
     claim = _claim(grid, block, cluster, shared_mem, non_portable)
-    if not isinstance(args, tuple):
+    if args.__class__ is not tuple:
         args = check_args(args, _WHAT)
+    # the fast path: a launcher prepared by an earlier launch of this shape
+    # and these argument classes (see _prepared.py)
+    try:
+        prepared = kernel.__dict__[_prepared.TABLE_ATTR]
+    except (AttributeError, KeyError):
+        pass
+    else:
+        bucket = prepared.get((claim, *map(type, args)))
+        if bucket and _prepared.run(bucket, args, stream):
+            return
+    _launch_through_numba(kernel, claim, args, stream)
+
+
+def _launch_through_numba(kernel: Any, claim: _Claim, args: tuple, stream: Any) -> None:
+    """The first launch of a shape and argument classes (and every launch
+    with arguments the fast path leaves to Numba): Numba's dispatch picks
+    (and compiles) the kernel, its marshalling converts the arguments; then
+    the fast path is prepared for the next launch."""
     if _nb.SIMULATOR:
         return _simulator_launch(kernel, claim, args, stream)
+    callbacks = None
     if _nb.is_cuda_dispatcher(kernel):
         if kernel.targetoptions.get("device"):
             raise TypeError(f"{kernel.py_func.__name__} is a device function, not a kernel")
@@ -452,9 +507,11 @@ def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
             )
         # configure() is numba's lru_cache'd launch configuration, as kernel[...] builds it
         configured = kernel.configure(claim.grid, claim.block, stream, claim.shared_mem)
+        handle = _prepared.stream_handle(stream)
         claims = _nb.claims
         previous = claims.pending
-        claims.pending = (args, claim)
+        claims.pending = (args, claim, handle)
+        claims.launched = None
         try:
             kernel.call(args, configured)
             if claims.pending is not None:  # never: our hook did not see the launch
@@ -462,10 +519,16 @@ def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
                                    "without numba_asynccopy's launch hook (so without the cluster shape)")
         finally:
             claims.pending = previous
+        callbacks = configured.pre_launch_callbacks
     elif _nb.is_kernel(kernel):  # a compiled kernel (e.g. dispatcher.overloads[sig])
-        _takeover(kernel, claim, args, _nb.core_stream(stream))
+        _takeover(kernel, claim, args, _nb.core_stream(stream), _prepared.stream_handle(stream))
     else:
         raise TypeError(f"expected a @cuda.jit kernel, got {type(kernel).__name__}")
+    launched, _nb.claims.launched = _nb.claims.launched, None
+    if launched is not None:
+        compiled, cufunc, run_time_cluster, configs = launched
+        _prepared.remember(kernel, (claim, *map(type, args)), compiled, cufunc, claim,
+                           run_time_cluster, args, callbacks, configs)
 
 
 def _simulator_launch(kernel: Any, claim: _Claim, args: tuple, stream: Any) -> None:
@@ -487,23 +550,6 @@ def _simulator_launch(kernel: Any, claim: _Claim, args: tuple, stream: Any) -> N
         kernel[claim.grid, claim.block, stream, claim.shared_mem](*args)
     finally:
         engine.set_next_launch_cluster(None)
-
-
-@lru_cache(maxsize=512)
-def _launch_config(device_id: int, grid3: tuple, block3: tuple, shared_mem: int,
-                   cluster: tuple | None) -> Any:
-    """The cuda.core LaunchConfig of a launch shape, built once per shape and
-    device: building one with a cluster queries the device, which would
-    otherwise cost every launch (keyed by device, so that query still runs
-    for each device)."""
-    from cuda.core import LaunchConfig
-
-    if cluster is not None:
-        # cuda.core counts the grid in clusters when a cluster is given
-        clusters = tuple(g // c for g, c in zip(grid3, cluster))
-        return LaunchConfig(grid=clusters, cluster=cluster, block=block3, shmem_size=shared_mem)
-    # no cluster, or a declared shape (part of the kernel: the driver clusters the blocks)
-    return LaunchConfig(grid=grid3, block=block3, shmem_size=shared_mem)
 
 
 def max_active_clusters(kernel: Any, block: Dim, cluster: Dim | None = None, *,

@@ -32,7 +32,7 @@ from numba_asynccopy.host import launch as L
 from numba_asynccopy.host import tensor_map as tm
 
 from ..conftest import HAVE_GPU
-from .test_launch_fastpath import driver, fake_context, probe  # noqa: F401  (fixtures)
+from .test_launch_fastpath import _probe, driver, fake_context, probe  # noqa: F401  (fixtures)
 
 FAST = settings(max_examples=60, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])

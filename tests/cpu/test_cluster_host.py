@@ -187,10 +187,19 @@ def test_compiling_kernel_outside_a_compile_is_none():
     assert nb.compiling_kernel() is None
 
 
-def test_launch_config_is_built_once_per_shape():
-    from numba_asynccopy.host import launch as L
+def test_the_driver_configuration_is_cuda_cores():
+    """``native_config`` builds the ``CUlaunchConfig`` that cuda.core's
+    launch builds for a ``LaunchConfig`` (grid in blocks, the cluster shape
+    as the CLUSTER_DIMENSION attribute), on the given stream."""
+    from cuda.bindings import driver as binding
 
-    a = L._launch_config(0, (4, 1, 1), (32, 1, 1), 0, None)
-    assert L._launch_config(0, (4, 1, 1), (32, 1, 1), 0, None) is a
-    assert L._launch_config(0, (8, 1, 1), (32, 1, 1), 0, None) is not a
-    assert tuple(a.grid) == (4, 1, 1) and tuple(a.block) == (32, 1, 1)
+    cfg = nb.native_config((8, 2, 1), (128, 1, 1), 1024, (2, 1, 1), 0x55)
+    assert (cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ) == (8, 2, 1)
+    assert (cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ) == (128, 1, 1)
+    assert cfg.sharedMemBytes == 1024 and int(cfg.hStream) == 0x55
+    (attr,) = cfg.attrs
+    assert cfg.numAttrs == 1
+    assert attr.id == binding.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    assert (attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z) == (2, 1, 1)
+    plain = nb.native_config((4, 1, 1), (32, 1, 1), 0, None, 0)
+    assert plain.numAttrs == 0 and plain.attrs == [] and int(plain.hStream) == 0

@@ -9,7 +9,7 @@ from numba import cuda
 
 import numba_asynccopy as ac
 
-from ..conftest import SIM_DEVICE, skip_on_sim
+from ..conftest import SIM_CLUSTERS, SIM_DEVICE, skip_on_sim
 
 pytestmark = pytest.mark.gpu
 
@@ -60,3 +60,165 @@ def test_wrong_types_are_refused_not_converted():
             ac.launch(fill, call.pop("grid"), call.pop("block"), call.pop("args"), **call)
         assert isinstance(info.value, ac.ClusterLaunchError)
         assert f"`{next(iter(kwargs))}`" in str(info.value)
+
+
+# --- the prepared fast path: the same results as Numba's own launch --------------------------------
+
+rng = np.random.default_rng()
+
+
+@cuda.jit
+def combine(out, x, y, alpha, k, flag, z, pair):
+    """out[i, j] = alpha * x[i, j] + y[i, j] + k + flag + z.real - z.imag + pair[0] * pair[1]."""
+    i, j = cuda.grid(2)
+    if i < out.shape[0] and j < out.shape[1]:
+        out[i, j] = (alpha * x[i, j] + y[i, j] + k + (1.0 if flag else 0.0) + z.real - z.imag
+                     + pair[0] * pair[1])
+
+
+def _expected(x, y, alpha, k, flag, z, pair):
+    # as the kernel computes it: the float32 product, then float64 sums in order
+    return ((np.float32(alpha) * x).astype(np.float64) + y + np.float64(k)
+            + (1.0 if flag else 0.0) + np.float64(z.real) - np.float64(z.imag)
+            + pair[0] * pair[1])
+
+
+def test_repeated_launches_give_numbas_results():
+    """C, F and strided (A) arrays, float32/int16/bool/complex64 scalars and a
+    tuple: each ac.launch after the first takes the prepared path; every
+    result equals what Numba's own launch computes."""
+    host = rng.standard_normal((33, 40)).astype(np.float32)
+    x_c = cuda.to_device(host)
+    x_f = cuda.to_device(np.asfortranarray(host))
+    wide = cuda.to_device(rng.standard_normal((33, 80)))
+    y_strided = wide[:, ::2]  # an 'A' float64 view
+    for x in (x_c, x_f):
+        want_numba = cuda.device_array((33, 40), np.float64)
+        for n, (alpha, k, flag, z, pair) in enumerate([
+                (np.float32(1.5), np.int16(3), True, np.complex64(2 + 1j), (2, 0.5)),
+                (np.float32(-0.25), np.int16(-7), False, np.complex64(-1 - 4j), (3, 1.5)),
+                (np.float32(3.0), np.int16(11), True, np.complex64(0.5j), (-1, 2.0))]):
+            out = cuda.to_device(np.full((33, 40), np.nan))
+            args = (out, x, y_strided, alpha, k, flag, z, pair)
+            ac.launch(combine, (3, 3), (16, 16), args)
+            combine[(3, 3), (16, 16)](want_numba, *args[1:])
+            got = out.copy_to_host()
+            np.testing.assert_array_equal(got, want_numba.copy_to_host())
+            np.testing.assert_allclose(got, _expected(host, y_strided.copy_to_host(), alpha, k,
+                                                      flag, z, pair), rtol=1e-9, atol=1e-9)
+
+
+@skip_on_sim("the prepared fast path is not used by the simulator's launch")
+def test_the_fast_path_is_taken(monkeypatch):
+    from numba_asynccopy.host import launch as L
+
+    out = cuda.device_array(64, np.int32)
+    ac.launch(fill, 2, 32, (out,))
+    calls = []
+    real = L._launch_through_numba
+    monkeypatch.setattr(L, "_launch_through_numba", lambda *a: calls.append(a) or real(*a))
+    for _ in range(3):
+        ac.launch(fill, 2, 32, (out,))
+    ac.launch(fill, 2, 32, (cuda.device_array(64, np.int32),))  # another array, same type
+    assert calls == []
+    ac.launch(fill, 2, 32, (cuda.device_array(64, np.float32),))  # another dtype: Numba dispatches
+    assert len(calls) == 1
+    cuda.synchronize()
+
+
+@skip_on_sim(SIM_CLUSTERS)
+def test_cluster_fast_path_runs_clustered():
+    from numba_asynccopy.examples import exchange as ex
+
+    probe = cuda.jit(ex.PROBE_SIGNATURE)(ex.launch_probe)
+    out = cuda.device_array(64, np.int32)
+    for cluster in (2, 4, 2, 4, 8):
+        out.copy_to_device(np.full(64, -1, np.int32))
+        ac.launch(probe, 64, 32, (out,), cluster=cluster)
+        np.testing.assert_array_equal(out.copy_to_host(), np.arange(64) % cluster)
+        out.copy_to_device(np.full(64, -1, np.int32))
+        ac.launch(probe, 64, 32, (out,))  # no cluster: every block is rank 0
+        np.testing.assert_array_equal(out.copy_to_host(), np.zeros(64))
+
+
+@skip_on_sim("launches on a real CUDA stream")
+def test_fast_path_on_a_stream():
+    s = cuda.stream()
+    host = rng.standard_normal((16, 16)).astype(np.float32)
+    x = cuda.to_device(host, stream=s)
+    y = cuda.to_device(np.zeros((16, 16)), stream=s)
+    for alpha in (np.float32(2.0), np.float32(5.0)):
+        out = cuda.device_array((16, 16), np.float64, stream=s)
+        ac.launch(combine, 1, (16, 16), (out, x, y, alpha, np.int16(0), False,
+                                          np.complex64(0), (0, 0.0)), stream=s)
+        got = out.copy_to_host(stream=s)
+        s.synchronize()
+        np.testing.assert_allclose(got, (alpha * host).astype(np.float64), rtol=1e-9, atol=1e-9)
+
+
+@skip_on_sim(SIM_DEVICE)
+def test_native_config_matches_cuda_cores():
+    """The driver configuration ac.launch builds equals the one cuda.core's
+    launch builds from a LaunchConfig."""
+    from cuda.core import LaunchConfig
+    from cuda.core._launch_config import _to_native_launch_config
+
+    from numba_asynccopy.host import _numba_internals as nb
+
+    for grid, block, shmem, cluster in [((8, 2, 1), (128, 1, 1), 1024, (2, 1, 1)),
+                                        ((4, 1, 1), (32, 4, 1), 0, None),
+                                        ((16, 4, 2), (64, 1, 1), 50000, (4, 2, 1))]:
+        ours = nb.native_config(grid, block, shmem, cluster, 0)
+        core = _to_native_launch_config(LaunchConfig(
+            grid=tuple(g // c for g, c in zip(grid, cluster)) if cluster else grid,
+            cluster=cluster, block=block, shmem_size=shmem))
+        for f in ("gridDimX", "gridDimY", "gridDimZ", "blockDimX", "blockDimY", "blockDimZ",
+                  "sharedMemBytes", "numAttrs"):
+            assert getattr(ours, f) == getattr(core, f), f
+        for a, b in zip(ours.attrs, core.attrs):
+            assert a.id == b.id and a.value.pad == b.value.pad
+
+
+@skip_on_sim("times real launches")
+def test_a_prepared_launch_costs_less_than_numbas():
+    import statistics
+    import time
+
+    x = cuda.device_array((32, 32), np.float32)
+    y = cuda.device_array((32, 32), np.float64)
+    out = cuda.device_array((32, 32), np.float64)
+    args = (out, x, y, np.float32(1), np.int16(0), False, np.complex64(0), (0, 0.0))
+    ours = lambda: ac.launch(combine, 4, (16, 16), args)  # noqa: E731
+    numbas = lambda: combine[4, (16, 16)](*args)  # noqa: E731
+
+    def per_launch(fn, n=300):
+        cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        cuda.synchronize()
+        return (time.perf_counter() - t0) / n
+
+    ours(), numbas()
+    times = {"ours": [], "numba": []}
+    for _ in range(5):
+        times["ours"].append(per_launch(ours))
+        times["numba"].append(per_launch(numbas))
+    ratio = statistics.median(times["ours"]) / statistics.median(times["numba"])
+    assert ratio < 0.8, times
+
+
+@skip_on_sim("torch tensors on a real GPU")
+def test_host_arrays_and_torch_tensors_take_numbas_marshalling():
+    torch = pytest.importorskip("torch")
+    host = np.zeros(64, np.int32)
+    for _ in range(2):  # copied in and back every time
+        host[:] = 0
+        ac.launch(fill, 2, 32, (host,))
+        assert (host[:2] == 1).all() and (host[2:] == 0).all()
+    t = torch.zeros(64, dtype=torch.int32, device="cuda")
+    for _ in range(2):
+        t.zero_()
+        ac.launch(fill, 4, 32, (t,))
+        torch.cuda.synchronize()
+        assert t[:4].eq(1).all().item() and t[4:].eq(0).all().item()
