@@ -2,13 +2,14 @@
 #   make demo   runs python -m numba_asynccopy
 #   make test   runs the test suite (no GPU needed), then tests/sim and tests/gpu in the
 #               CUDA simulator
-# Both create or refresh .venv by themselves.
+# Both create or refresh .venv (the cu13 flavour) by themselves.
+#   make test-cu12  the CPU layer (tests/cpu) against the cu12 flavour, in .venv-cu12
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test readme-table gpu-test gpu-notebooks gpu-sanitize gpu-sanitize-examples device-wheels clean
+.PHONY: demo test test-cu12 readme-table gpu-test gpu-notebooks gpu-sanitize gpu-sanitize-examples device-wheels clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +26,18 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -ra -q
 	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -ra -q --durations=15 tests/sim tests/gpu
+
+# The cu12 flavour (NVVM, ptxas of CUDA 12): the CPU layer only; the
+# simulator runs no NVVM, so the cu13 run above covers it.
+VENV_CU12 := .venv-cu12
+$(VENV_CU12)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV_CU12)
+	$(VENV_CU12)/bin/python -m pip install -q --upgrade pip
+	$(VENV_CU12)/bin/python -m pip install -q -e '.[cu12,testing]'
+	touch $@
+
+test-cu12: $(VENV_CU12)/.installed
+	$(VENV_CU12)/bin/python -m pytest -ra -q tests/cpu
 
 # the README's feature table, generated from the registry of PTX forms
 readme-table: $(STAMP)
@@ -86,4 +99,4 @@ device-wheels:
 	  -d .whl "numpy==2.4.*"
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(VENV_CU12) build *.egg-info
