@@ -9,7 +9,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-cu12 readme-table gpu-test gpu-notebooks gpu-sanitize gpu-sanitize-examples device-wheels clean
+.PHONY: demo test test-cu12 readme-table gpu-test gpu-test-cu12 gpu-notebooks gpu-sanitize gpu-sanitize-examples device-wheels device-wheels-cu12 clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -83,6 +83,29 @@ EXAMPLE_TESTS := tests/gpu/test_examples_gpu.py tests/gpu/test_async_examples_gp
 gpu-sanitize-examples:
 	$(MAKE) gpu-sanitize SANITIZE_TESTS="$(EXAMPLE_TESTS)"
 
+# The GPU suite with the cu12 flavour: a venv over the machine's packages
+# (torch, cupy, pytest) holding CUDA 12's NVVM (nvidia-cuda-nvcc-cu12) and
+# cuda-bindings 12, carried in .whl-cu12 (`make device-wheels-cu12` here).
+# A venv, not --target: cuda.pathfinder finds NVVM in site-packages only.
+CU12_VENV := /tmp/venv-cu12
+# NVVM and libdevice come from the venv's wheel (found first); CUDA_HOME
+# lends the machine's toolkit for what the wheels leave out (NVRTC)
+CU12_PY := PYTHONPATH=$(CURDIR) PYTHONUNBUFFERED=1 $(if $(wildcard /usr/local/cuda/lib64),CUDA_HOME=/usr/local/cuda) \
+  $(CU12_VENV)/bin/python
+# The machine's own site-packages are appended by a .pth file too, in case
+# its python3 is itself a venv (whose packages --system-site-packages misses).
+$(CU12_VENV)/.installed:
+	python3 -m venv --system-site-packages --without-pip $(CU12_VENV)
+	site=$$($(CU12_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') && \
+	python3 -c 'import sys; d = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]; print(f"import site; list(map(site.addsitedir, {d!r}))")' > $$site/device-packages.pth && \
+	python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target $$site .whl-cu12/*.whl
+	touch $@
+
+gpu-test-cu12: $(CU12_VENV)/.installed
+	$(CU12_PY) -c 'import cuda.bindings as b; from numba_asynccopy._forms import nvvm_release_name as r, nvvm_ptx_isa as i; print("cuda-bindings", b.__version__, "NVVM", r(), "PTX ISA", i()); assert r().startswith("12."), r()'
+	$(CU12_PY) -m numba_asynccopy
+	$(CU12_PY) -m pytest -ra -q -p no:cacheprovider tests/gpu --timeout=300
+
 # Benchmarks: one table, plus JSON and PNG under $(BENCH_OUT).
 BENCH_OUT ?= bench-results
 .PHONY: bench bench-quick
@@ -97,6 +120,19 @@ device-wheels:
 	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
 	  --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
 	  -d .whl "numpy==2.4.*"
+
+# Here: the CUDA 12 wheels the device lacks for the cu12 flavour (NVVM and
+# ptxas 12.9, cuda-bindings 12) plus numpy < 2.5: 62 MiB, under the 64 MiB
+# carry limit.  Left out (the device has them or does not need them):
+# nvidia-cuda-nvrtc-cu12 (85 MiB, C++ sources only), nvidia-nvjitlink-cu12
+# (38 MiB: without it numba-cuda links with the driver, which driver 580
+# does for PTX 8.8), nvidia-cuda-runtime-cu12, nvidia-cuda-cccl-cu12.
+device-wheels-cu12:
+	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+	  --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+	  --platform manylinux_2_12_x86_64 -d .whl-cu12 \
+	  "numpy==2.4.*" "cuda-bindings==12.9.*" "nvidia-cuda-nvcc-cu12==12.9.*"
+	du -sh .whl-cu12
 
 clean:
 	rm -rf $(VENV) $(VENV_CU12) build *.egg-info
