@@ -209,6 +209,9 @@ def convert_args(args: tuple, what: str = "ac.launch") -> tuple:
         if isinstance(a, _tensor_map_class()):
             check_tensor_map_device(a, what, f"argument {i}")
             continue
+        if isinstance(a, np.ndarray) or _is_device_array(a):
+            _PLAIN.add(cls)  # Numba's own arrays (numpy: copied in and back)
+            continue
         if not is_foreign_array(a):
             if not hasattr(a, "__dlpack__"):  # per class: a torch.Tensor may be CPU or GPU
                 _PLAIN.add(cls)
