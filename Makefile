@@ -11,10 +11,15 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-cu12 readme-table gpu-test gpu-test-cu12 gpu-notebooks gpu-sanitize gpu-sanitize-examples device-wheels device-wheels-cu12 clean
 
+# setuptools prints an informational notice for every editable install of a
+# flat layout ("Editable installation ... folders with the same name as your
+# package"); only that notice is silenced, any other warning still shows.
+EDITABLE_QUIET := PYTHONWARNINGS="ignore:Editable installation:UserWarning"
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(EDITABLE_QUIET) $(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -33,7 +38,7 @@ VENV_CU12 := .venv-cu12
 $(VENV_CU12)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV_CU12)
 	$(VENV_CU12)/bin/python -m pip install -q --upgrade pip
-	$(VENV_CU12)/bin/python -m pip install -q -e '.[cu12,testing]'
+	$(EDITABLE_QUIET) $(VENV_CU12)/bin/python -m pip install -q -e '.[cu12,testing]'
 	touch $@
 
 test-cu12: $(VENV_CU12)/.installed
