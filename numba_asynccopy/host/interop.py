@@ -184,11 +184,23 @@ def as_device_array(obj: Any, what: str = "ac.as_device_array", name: str = "the
     if hasattr(obj, "__dlpack__"):
         from cuda.core.utils import StridedMemoryView
 
-        view = StridedMemoryView.from_dlpack(obj, stream_ptr=-1)  # -1: no synchronisation
-        _dtype_check(view.dtype, obj, what, name)
-        itemsize = np.dtype(view.dtype).itemsize
+        try:
+            view = StridedMemoryView.from_dlpack(obj, stream_ptr=-1)  # -1: no synchronisation
+        except (AttributeError, BufferError, TypeError, ValueError) as e:
+            raise InteropError(f"{what}: {name} ({type(obj).__name__}) could not be read through "
+                               f"DLPack (__dlpack__ and __dlpack_device__): {e}") from e
+        if not view.is_device_accessible:
+            raise InteropError(f"{what}: {name} ({type(obj).__name__}) is host memory, not on a "
+                               "GPU: move it to the GPU first, or pass a numpy array")
+        try:
+            dtype = view.dtype
+        except NotImplementedError as e:  # bfloat16 & co. without ml_dtypes
+            raise InteropError(f"{what}: {name} ({type(obj).__name__}) has a dtype Numba kernels "
+                               f"do not take: {e}") from e
+        _dtype_check(dtype, obj, what, name)
+        itemsize = np.dtype(dtype).itemsize
         strides = None if view.strides is None else tuple(s * itemsize for s in view.strides)
-        desc = {"shape": tuple(view.shape), "strides": strides, "typestr": np.dtype(view.dtype).str,
+        desc = {"shape": tuple(view.shape), "strides": strides, "typestr": np.dtype(dtype).str,
                 "data": (int(view.ptr), bool(view.readonly)), "version": 3}
         # the view keeps the DLPack producer's memory alive
         return cuda.from_cuda_array_interface(desc, owner=view)

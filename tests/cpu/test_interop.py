@@ -85,6 +85,16 @@ def test_dtypes_kernels_cannot_take_are_refused(typestr):
         ac.as_device_array(CAIObject(typestr))
 
 
+def test_dlpack_without_its_device_is_a_named_error():
+    class HalfDLPack:  # __dlpack__ without __dlpack_device__: not the protocol
+        def __dlpack__(self, *args, **kwargs):
+            return np.zeros(3).__dlpack__(*args, **kwargs)
+
+    with pytest.raises(ac.InteropError, match=r"argument 0 \(HalfDLPack\) could not be read "
+                                              r"through DLPack"):
+        interop.convert_args((HalfDLPack(),), "ac.launch")
+
+
 def test_not_an_array():
     with pytest.raises(ac.InteropError, match="is a list, not a GPU array"):
         ac.as_device_array([1, 2])
