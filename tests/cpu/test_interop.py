@@ -120,14 +120,15 @@ def test_tensor_map_on_another_device_is_refused(monkeypatch):
 # --- torch (optional peer): the custom op's schema and fake implementation ---
 
 
-def test_custom_op_fake_implementation_runs_on_meta_tensors():
+@pytest.fixture(scope="module")
+def scale_op():
     torch = pytest.importorskip("torch")
     from numba import cuda
 
     from numba_asynccopy.torch import LaunchRule, custom_op
 
     @cuda.jit
-    def scale(src, factor, dst):
+    def scale(src, factor, dst, half):
         i = cuda.grid(1)
         if i < src.size:
             dst[i] = src[i] * factor
@@ -137,6 +138,11 @@ def test_custom_op_fake_implementation_runs_on_meta_tensors():
 
     op = custom_op("asynccopy_test::scale", scale, outputs=outputs, n_outputs=2,
                    launch=lambda x, factor: LaunchRule(grid=x.numel() // 128, block=128))
+    return torch, op
+
+
+def test_custom_op_fake_implementation_runs_on_meta_tensors(scale_op):
+    torch, op = scale_op
     assert str(torch.ops.asynccopy_test.scale.default._schema) == (
         "asynccopy_test::scale(Tensor x, float factor) -> (Tensor, Tensor)")
     y, z = op(torch.empty(1024, dtype=torch.float16, device="meta"), 3.0)
@@ -145,6 +151,24 @@ def test_custom_op_fake_implementation_runs_on_meta_tensors():
     # the op has only a CUDA implementation: CPU tensors do not reach the kernel
     with pytest.raises(NotImplementedError, match="CPU"):
         op(torch.ones(4), 1.0)
+
+
+def test_custom_op_is_one_node_of_a_torch_compile_graph(scale_op):
+    """torch.compile traces the op through its fake implementation into one
+    graph (fullgraph: no graph break), here on meta tensors."""
+    torch, op = scale_op
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    f = torch.compile(lambda x: op(x, 2.0)[0] + 1, backend=backend, fullgraph=True)
+    y = f(torch.empty(256, device="meta"))
+    assert y.shape == (256,) and y.device.type == "meta"
+    assert len(graphs) == 1
+    targets = [str(n.target) for n in graphs[0].graph.nodes if n.op == "call_function"]
+    assert any("asynccopy_test.scale" in t for t in targets), targets
 
 
 def test_torch_cpu_tensor_is_refused_by_launch_conversion():
