@@ -9,7 +9,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-cu12 readme-table gpu-test gpu-test-cu12 gpu-notebooks gpu-sanitize gpu-sanitize-examples device-wheels device-wheels-cu12 clean
+.PHONY: demo test test-cu12 readme-table gpu-test gpu-test-cu12 gpu-cu12-jitlink gpu-notebooks gpu-sanitize gpu-sanitize-examples device-wheels device-wheels-cu12 clean
 
 # setuptools prints an informational notice for every editable install of a
 # flat layout ("Editable installation ... folders with the same name as your
@@ -111,6 +111,15 @@ gpu-test-cu12: $(CU12_VENV)/.installed
 	$(CU12_PY) -m numba_asynccopy
 	$(CU12_PY) -m pytest -ra -q -p no:cacheprovider tests/gpu --timeout=300
 
+# Optional, in a second call on the same warm machine (one carry holds at
+# most 64 MiB): nvJitLink 12 (38 MiB), which numba-cuda[cu12] users have;
+# numba-cuda then links (and assembles the PTX) with it instead of the driver.
+gpu-cu12-jitlink: $(CU12_VENV)/.installed
+	python3 -m pip install -q --no-index --no-deps --no-compile --upgrade \
+	  --target $$($(CU12_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') \
+	  .whl-cu12-jitlink/*.whl
+	$(CU12_PY) -c 'from numba.cuda.cudadrv.driver import _have_nvjitlink as h; print("nvJitLink:", h()); assert h()'
+
 # Benchmarks: one table, plus JSON and PNG under $(BENCH_OUT).
 BENCH_OUT ?= bench-results
 .PHONY: bench bench-quick
@@ -138,6 +147,9 @@ device-wheels-cu12:
 	  --platform manylinux_2_12_x86_64 -d .whl-cu12 \
 	  "numpy==2.4.*" "cuda-bindings==12.9.*" "nvidia-cuda-nvcc-cu12==12.9.*"
 	du -sh .whl-cu12
+	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+	  --implementation cp --platform manylinux_2_12_x86_64 -d .whl-cu12-jitlink \
+	  "nvidia-nvjitlink-cu12==12.9.*"
 
 clean:
 	rm -rf $(VENV) $(VENV_CU12) build *.egg-info
