@@ -2,18 +2,24 @@
 #   make demo   runs python -m numba_asynccopy
 #   make test   runs the test suite (no GPU needed), then tests/sim and tests/gpu in the
 #               CUDA simulator
-# Both create or refresh .venv by themselves.
+# Both create or refresh .venv (the cu13 flavour) by themselves.
+#   make test-cu12  the CPU layer (tests/cpu) against the cu12 flavour, in .venv-cu12
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test readme-table gpu-test gpu-notebooks gpu-sanitize gpu-sanitize-examples device-wheels clean
+.PHONY: demo test test-cu12 readme-table gpu-test gpu-test-cu12 gpu-cu12-jitlink gpu-notebooks gpu-sanitize gpu-sanitize-examples device-wheels device-wheels-cu12 clean
+
+# setuptools prints an informational notice for every editable install of a
+# flat layout ("Editable installation ... folders with the same name as your
+# package"); only that notice is silenced, any other warning still shows.
+EDITABLE_QUIET := PYTHONWARNINGS="ignore:Editable installation:UserWarning"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(EDITABLE_QUIET) $(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -25,6 +31,18 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -ra -q
 	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -ra -q --durations=15 tests/sim tests/gpu
+
+# The cu12 flavour (NVVM, ptxas of CUDA 12): the CPU layer only; the
+# simulator runs no NVVM, so the cu13 run above covers it.
+VENV_CU12 := .venv-cu12
+$(VENV_CU12)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV_CU12)
+	$(VENV_CU12)/bin/python -m pip install -q --upgrade pip
+	$(EDITABLE_QUIET) $(VENV_CU12)/bin/python -m pip install -q -e '.[cu12,testing]'
+	touch $@
+
+test-cu12: $(VENV_CU12)/.installed
+	$(VENV_CU12)/bin/python -m pytest -ra -q tests/cpu
 
 # the README's feature table (from the registry of PTX forms) and checked-mode
 # table (from the checks' declarations)
@@ -72,6 +90,38 @@ EXAMPLE_TESTS := tests/gpu/test_examples_gpu.py tests/gpu/test_async_examples_gp
 gpu-sanitize-examples:
 	$(MAKE) gpu-sanitize SANITIZE_TESTS="$(EXAMPLE_TESTS)"
 
+# The GPU suite with the cu12 flavour: a venv over the machine's packages
+# (torch, cupy, pytest) holding CUDA 12's NVVM (nvidia-cuda-nvcc-cu12) and
+# cuda-bindings 12, carried in .whl-cu12 (`make device-wheels-cu12` here).
+# A venv, not --target: cuda.pathfinder finds NVVM in site-packages only.
+CU12_VENV := /tmp/venv-cu12
+# NVVM and libdevice come from the venv's wheel (found first); CUDA_HOME
+# lends the machine's toolkit for what the wheels leave out (NVRTC)
+CU12_PY := PYTHONPATH=$(CURDIR) PYTHONUNBUFFERED=1 $(if $(wildcard /usr/local/cuda/lib64),CUDA_HOME=/usr/local/cuda) \
+  $(CU12_VENV)/bin/python
+# The machine's own site-packages are appended by a .pth file too, in case
+# its python3 is itself a venv (whose packages --system-site-packages misses).
+$(CU12_VENV)/.installed:
+	python3 -m venv --system-site-packages --without-pip $(CU12_VENV)
+	site=$$($(CU12_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') && \
+	python3 -c 'import sys; d = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]; print(f"import site; list(map(site.addsitedir, {d!r}))")' > $$site/device-packages.pth && \
+	python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target $$site .whl-cu12/*.whl
+	touch $@
+
+gpu-test-cu12: $(CU12_VENV)/.installed
+	$(CU12_PY) -c 'import cuda.bindings as b; from numba_asynccopy._forms import nvvm_release_name as r, nvvm_ptx_isa as i; print("cuda-bindings", b.__version__, "NVVM", r(), "PTX ISA", i()); assert r().startswith("12."), r()'
+	$(CU12_PY) -m numba_asynccopy
+	$(CU12_PY) -m pytest -ra -q -p no:cacheprovider tests/gpu --timeout=300
+
+# Optional, in a second call on the same warm machine (one carry holds at
+# most 64 MiB): nvJitLink 12 (38 MiB), which numba-cuda[cu12] users have;
+# numba-cuda then links (and assembles the PTX) with it instead of the driver.
+gpu-cu12-jitlink: $(CU12_VENV)/.installed
+	python3 -m pip install -q --no-index --no-deps --no-compile --upgrade \
+	  --target $$($(CU12_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') \
+	  .whl-cu12-jitlink/*.whl
+	$(CU12_PY) -c 'from numba.cuda.cudadrv.driver import _have_nvjitlink as h; print("nvJitLink:", h()); assert h()'
+
 # Benchmarks: one table, plus JSON and PNG under $(BENCH_OUT).
 BENCH_OUT ?= bench-results
 .PHONY: bench bench-quick
@@ -87,5 +137,21 @@ device-wheels:
 	  --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
 	  -d .whl "numpy==2.4.*"
 
+# Here: the CUDA 12 wheels the device lacks for the cu12 flavour (NVVM and
+# ptxas 12.9, cuda-bindings 12) plus numpy < 2.5: 62 MiB, under the 64 MiB
+# carry limit.  Left out (the device has them or does not need them):
+# nvidia-cuda-nvrtc-cu12 (85 MiB, C++ sources only), nvidia-nvjitlink-cu12
+# (38 MiB: without it numba-cuda links with the driver, which driver 580
+# does for PTX 8.8), nvidia-cuda-runtime-cu12, nvidia-cuda-cccl-cu12.
+device-wheels-cu12:
+	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+	  --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+	  --platform manylinux_2_12_x86_64 -d .whl-cu12 \
+	  "numpy==2.4.*" "cuda-bindings==12.9.*" "nvidia-cuda-nvcc-cu12==12.9.*"
+	du -sh .whl-cu12
+	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+	  --implementation cp --platform manylinux_2_12_x86_64 -d .whl-cu12-jitlink \
+	  "nvidia-nvjitlink-cu12==12.9.*"
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(VENV_CU12) build *.egg-info

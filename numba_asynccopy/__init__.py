@@ -16,6 +16,7 @@ from ._forms import family_of as _family_of
 from ._forms import public_apis as _public_apis
 from .checked import checked_mode, is_checked, set_checked, wait_timeout_ns
 from .host import launch as _host_launch
+from .host.interop import InteropError, as_device_array, as_stream
 from .host.launch import ClusterLaunchError, LaunchTypeError, launch, max_active_clusters
 from .host.tensor_map import TensorMap, TensorMapTypeError
 from .report import inspect
@@ -33,9 +34,12 @@ _HOST_API = [
     "ClusterLaunchError",
     "ContractError",
     "FORMS",
+    "InteropError",
     "LaunchTypeError",
     "TensorMap",
     "TensorMapTypeError",
+    "as_device_array",
+    "as_stream",
     "checked_mode",
     "feature_table",
     "inspect",

@@ -139,7 +139,10 @@ def main() -> int:
         else:
             print("numba-asynccopy demo: no GPU found; compiling only.")
             failures = _compile_only(kernels)
-            print("\nNo GPU was found: kernels were compiled and assembled, not run.")
+            from . import toolchain
+
+            done = "compiled and assembled" if toolchain.find_tool("ptxas") else "compiled"
+            print(f"\nNo GPU was found: kernels were {done}, not run.")
     except Exception as e:
         print(f"demo failed: {type(e).__name__}: {e}")
         return 1

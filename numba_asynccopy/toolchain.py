@@ -24,7 +24,7 @@ class ToolMissing(RuntimeError):
 
 def _candidates(name: str) -> list[Path]:
     """Every ``name`` here, best first: the nvidia wheels (their release
-    matches NVVM's when installed with the test extra), CUDA_HOME / CUDA_PATH,
+    matches NVVM's when installed with a flavour, ``[cu12]`` or ``[cu13]``), CUDA_HOME / CUDA_PATH,
     PATH, then /usr/local/cuda*."""
     found: list[Path] = []
     try:
@@ -50,6 +50,7 @@ def _candidates(name: str) -> list[Path]:
     return out
 
 
+@functools.lru_cache(maxsize=None)
 def tool_release(tool: Path) -> str:
     """``13.5`` of ``ptxas --version`` (the CUDA release the tool belongs to)."""
     proc = subprocess.run([str(tool), "--version"], capture_output=True, text=True)
@@ -91,20 +92,33 @@ def find_tool(name: str) -> Path | None:
         same = ptxas.parent / name
         if same.is_file() and os.access(same, os.X_OK):
             return same
+        # no nvdisasm beside it (CUDA 12 has no nvdisasm wheel): one of the
+        # same or a newer release reads that ptxas's cubins
+        want = _release_key(tool_release(ptxas))
+        newer = [c for c in cands if _release_key(tool_release(c)) >= want]
+        if newer:
+            return newer[0]
     return cands[0] if cands else None
+
+
+def _release_key(release: str) -> tuple[int, ...]:
+    """``12.9`` as (12, 9), for comparing releases; ``unknown`` sorts first."""
+    return tuple(int(x) for x in release.split(".")) if release[:1].isdigit() else (0,)
 
 
 def missing_reason(name: str) -> str:
     """What to install, and why, when ``find_tool(name)`` found nothing."""
     isa, release = nvvm_release()
-    wheel = {"ptxas": "nvidia-cuda-nvcc", "nvdisasm": "nvidia-cuda-nvdisasm"}.get(name, name)
     major = release.split(".")[0] if release[:1].isdigit() else None
+    wheel = {"ptxas": "nvidia-cuda-nvcc", "nvdisasm": "nvidia-cuda-nvdisasm"}.get(name, name)
     pin = f"=={release}.*" if major else ""
+    if major == "12":  # CUDA 12's ptxas wheel has a -cu12 name; it has no nvdisasm wheel
+        wheel, pin = (wheel + "-cu12", pin) if name == "ptxas" else (wheel, "==13.*")
     tried = ", ".join(f"{c} (CUDA {tool_release(c)})" for c in _candidates(name)) or "none"
     need = f" that reads PTX ISA {isa[0]}.{isa[1]}" if isa and name == "ptxas" else ""
     return (f"{name} not found: no {name}{need} (NVVM is CUDA {release}); tried: {tried}. "
             f"Install the matching one: pip install '{wheel}{pin}'"
-            + (f" (or numba-asynccopy[test], which pins it)" if major else ""))
+            + (f" (or numba-asynccopy[cu{major}], which brings it)" if major else ""))
 
 
 def _run(cmd: list[str]) -> str:

@@ -97,6 +97,13 @@ def stream_handle(stream: Any) -> int:
         return 0
     if stream.__class__ is _NUMBA_STREAM:
         return int(stream.handle)
+    from .interop import as_stream  # torch, cuda.core, __cuda_stream__, raw handles
+
+    stream = as_stream(stream)
+    if not stream:
+        return 0
+    if stream.__class__ is _NUMBA_STREAM:
+        return int(stream.handle)
     return int(_nb.core_stream(stream).handle)
 
 

@@ -36,6 +36,7 @@ import numpy as np
 
 from . import _numba_internals as _nb
 from . import _prepared
+from . import interop as _interop
 
 Dim = Union[int, Sequence[int]]
 
@@ -429,7 +430,13 @@ def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
     - ``shared_mem``: dynamic shared memory per block in bytes, up to the
       device's opt-in limit (227 KB on sm_90) minus the kernel's static
       shared memory; the kernel's limit is raised as needed.
-    - ``stream``: a Numba stream (or cuda.core stream) or 0.
+    - ``stream``: a Numba stream, a cuda.core ``Stream``, a
+      ``torch.cuda.Stream``, any object with ``__cuda_stream__``, or an int
+      ``CUstream`` handle (0: the default stream); see :func:`as_stream`.
+    - arrays in ``args`` may be Numba device arrays, numpy arrays (copied
+      in and back), CuPy arrays, torch CUDA tensors or DLPack objects on
+      the GPU (viewed, not copied; a CPU tensor is an error); a
+      :class:`TensorMap` must be used on the device it was built on.
     - ``non_portable``: True to allow clusters of 9-16 CTAs.
 
     Nothing is converted: ``grid``, ``block`` and ``cluster`` are Python or
@@ -496,6 +503,10 @@ def _launch_through_numba(kernel: Any, claim: _Claim, args: tuple, stream: Any) 
     the fast path is prepared for the next launch."""
     if _nb.SIMULATOR:
         return _simulator_launch(kernel, claim, args, stream)
+    # streams and arrays of other libraries (torch, CuPy, cuda.core, DLPack)
+    if stream.__class__ is not int or stream:  # 0 stays 0 (no work)
+        stream = _interop.as_stream(stream, _WHAT)
+    args = _interop.convert_args(args, _WHAT)
     callbacks = None
     if _nb.is_cuda_dispatcher(kernel):
         if kernel.targetoptions.get("device"):

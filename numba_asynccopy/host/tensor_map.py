@@ -323,6 +323,20 @@ def encode(spec: TensorMapSpec) -> list[int]:
     return words
 
 
+def _pointer_device(ptr: int) -> int | None:
+    """The device ordinal of a device pointer (None: unknown, e.g. null or
+    managed memory the driver does not attribute to one device)."""
+    if not ptr:
+        return None
+    try:
+        from numba.cuda.cudadrv.driver import binding, driver
+
+        attr = binding.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+        return int(driver.cuPointerGetAttribute(attr, ptr))
+    except Exception:  # not a pointer the driver knows: the encode call reports it
+        return None
+
+
 class TensorMap:
     """A tiled TMA tensor map over a device tensor, for ``ac.cp_async_bulk_tensor_*``.
 
@@ -397,6 +411,14 @@ class TensorMap:
         from numba import cuda
 
         ctx = cuda.current_context()  # the driver call needs an initialised context
+        #: the device the map is encoded on (and its buffer lives on): ac.launch
+        #: refuses it on another device
+        self.device_id: int = int(ctx.device.id)
+        owner = _pointer_device(interface["data"][0])
+        if owner is not None and owner != self.device_id:
+            _fail("array", f"lives on device {owner}, but the current device is "
+                  f"{self.device_id}: build the map on the array's device "
+                  f"(with cuda.gpus[{owner}]: ac.TensorMap(...))")
         most = int(ctx.device.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
         span = math.prod(self.spec.box) * self.spec.itemsize
         if span > most:  # a device with less shared memory than sm_90

@@ -48,6 +48,24 @@ def test_readme_names_the_two_commands_and_ci_calls_the_test_command():
     assert "make test" in (ROOT / ".ci" / "run").read_text()
 
 
+def test_flavours_follow_numba_cudas_extras_and_ci_tests_both():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    # the base install chooses no toolkit; each flavour brings numba-cuda's own extra
+    assert [d for d in project["dependencies"] if d.startswith("numba-cuda")] == ["numba-cuda>=0.30.4,<0.31"]
+    assert extras["cu12"][0].startswith("numba-cuda[cu12]")
+    assert extras["cu13"][0].startswith("numba-cuda[cu13]")
+    # cu13's NVVM-only toolkit gets ptxas and nvdisasm of the same cuda-toolkit release
+    assert "cuda-toolkit[nvcc,nvdisasm]==13.*" in extras["cu13"]
+    assert extras["test"] == ["numba-asynccopy[cu13,testing]"]  # the development default is cu13
+    assert not any("cu1" in d for d in extras["testing"])
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "make test\n" in ci and "make test-cu12" in ci
+    assert "tests/cpu" in (ROOT / "Makefile").read_text().split("test-cu12: ")[1].split("\n\n")[0]
+
+
 @pytest.mark.skipif(os.environ.get("NUMBA_ENABLE_CUDASIM") == "1", reason="real target only")
 def test_demo_runs_without_traceback():
     env = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -91,7 +109,9 @@ def test_demo_without_a_matching_ptxas_lists_instructions_and_says_what_to_insta
     assert proc.returncode == 0, out
     assert "cp.async.cg.shared.global x12" in out and "ptxas ok" not in out, out
     assert "no ptxas that reads PTX ISA" in out and "(CUDA 12.0)" in out, out
-    assert "pip install 'nvidia-cuda-nvcc==" in out, out
+    # the ptxas wheel of NVVM's release (CUDA 12's has a -cu12 name)
+    assert re.search(r"pip install 'nvidia-cuda-nvcc(-cu12)?==\d+\.\d+\.\*'", out), out
+    assert "No GPU was found: kernels were compiled, not run." in out, out
 
 
 def test_tool_failures_carry_the_whole_message(tmp_path):
