@@ -450,7 +450,8 @@ def test_a_numba_stream_reaches_the_driver(driver, probe):
     assert [(h, a) for h, _, _, a in driver.launches] == [(0x77, [1]), (0x77, [2]), (0, [3])]
     assert driver.paths == ["numba", "fast", "fast"]  # the stream is not part of the key
     assert [c[-1] for c in driver.configs] == [0x77, 0]  # a configuration per stream
-    with pytest.raises(TypeError, match="Expected a Stream object"):
+    # the same refusal on the fast path as on Numba's: an InteropError (a TypeError)
+    with pytest.raises(ac.InteropError, match="`stream` must be a Numba stream, .* got str"):
         ac.launch(probe, 4, 32, (4,), stream="s", cluster=2)
     assert len(driver.launches) == 3
 

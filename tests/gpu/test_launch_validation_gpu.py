@@ -9,7 +9,7 @@ from numba import cuda
 
 import numba_asynccopy as ac
 
-from ..conftest import SIM_CLUSTERS, SIM_DEVICE, skip_on_sim
+from ..conftest import SIM_DEVICE, skip_on_sim
 
 pytestmark = pytest.mark.gpu
 
@@ -126,7 +126,6 @@ def test_the_fast_path_is_taken(monkeypatch):
     cuda.synchronize()
 
 
-@skip_on_sim(SIM_CLUSTERS)
 def test_cluster_fast_path_runs_clustered():
     from numba_asynccopy.examples import exchange as ex
 

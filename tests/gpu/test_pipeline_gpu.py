@@ -10,7 +10,7 @@ from numba import cuda
 
 import numba_asynccopy as ac
 
-from ..conftest import SIM, SIM_CLUSTERS, SIM_TRAPS, run_python, skip_on_sim
+from ..conftest import SIM, SIM_TRAPS, run_python, skip_on_sim
 
 pytestmark = pytest.mark.gpu
 rng = np.random.default_rng()
@@ -331,7 +331,6 @@ def test_checked_misuse_traps_naming_the_pipeline(case, message):
 # --- the cluster pipeline: examples/ws_reduce (multicast TMA, releases across the cluster) ----
 
 
-@skip_on_sim(SIM_CLUSTERS)
 @pytest.mark.parametrize("ctas, stages, rows, checked", [
     (2, 4, 16, False), (4, 2, 32, False), (8, 2, 32, False), (2, 2, 16, True)])
 def test_ws_reduce_cluster_multicast(ctas, stages, rows, checked):
