@@ -145,9 +145,12 @@ def _scale_op():
         for j in range(4):
             dst[row, j] = sh[cuda.threadIdx.x, j] * factor
 
+    def outputs(x, factor: float):  # annotated: a float input, not a tensor
+        return torch.empty_like(x)
+
     return torch, custom_op(
         "asynccopy_gpu_test::staged_scale", staged_scale,
-        outputs=lambda x, factor: torch.empty_like(x),
+        outputs=outputs,
         launch=lambda x, factor: LaunchRule(grid=x.shape[0] // 128, block=128))
 
 
