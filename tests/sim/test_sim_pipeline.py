@@ -5,6 +5,7 @@ protocol is a named error (operation, slot, phase, counts)."""
 from __future__ import annotations
 
 import inspect
+import re
 
 import numpy as np
 import pytest
@@ -540,6 +541,44 @@ def test_cluster_ring_a_cta_that_never_releases_deadlocks():
             "expected 0, completed 0, in flight 0, tx-count 0 after the copies in flight land; releases "
             "of this fill by CTA: CTA 0 32 of 32, CTA 1 0 of 32 (the consumers of CTA 1 never released "
             "it)") in msg, msg
+
+
+@cuda.jit
+def cluster_parts_differ(src, ntiles):
+    ac.cluster_dims(CL_CTAS)
+    bars = cuda.shared.array((2, STAGES), np.uint64)
+    ring = cuda.shared.array((STAGES, CL_CTAS, 32), np.float32, alignment=128)
+    pipe = ac.pipeline.cluster_tma_pipeline(bars, STAGES, CONS, CL_CTAS)
+    ac.pipeline.init(pipe)
+    rank = ac.cluster_cta_rank()
+    tid = cuda.threadIdx.x
+    if tid == 0:
+        st = ac.pipeline.producer_start(pipe)
+        for t in range(ntiles):
+            ac.pipeline.producer_acquire(pipe, st)
+            n = 16 if rank == 1 else 32  # BUG: CTA 1's part is half the size of CTA 0's
+            ac.pipeline.copy_bulk(pipe, st, ring[st.slot, rank, :n], src[64 * t + 32 * rank:64 * t + 32 * rank + n])
+            ac.pipeline.producer_commit(pipe, st)
+            st = ac.pipeline.advance(pipe, st)
+        ac.pipeline.producer_tail(pipe, st)
+    elif tid >= 32:
+        st = ac.pipeline.consumer_start(pipe)
+        for t in range(ntiles):
+            ac.pipeline.consumer_wait(pipe, st)
+            ac.pipeline.consumer_release(pipe, st)
+            st = ac.pipeline.advance(pipe, st)
+    ac.cluster_sync()
+
+
+def test_cluster_parts_of_different_sizes_are_named():
+    # CTA 1 armed its barrier for 2 x 64 bytes; CTA 0's 128-byte part lands there too
+    with pytest.raises(ac.sim.SimulatorError) as e:
+        cluster_parts_differ[CL_CTAS, 32 + CONS](rand(64 * NT), NT)
+    msg = str(e.value)
+    # (slot 0, phase 0, unless a consumer of CTA 1 saw a phase ready before CTA 1's own part)
+    assert re.search(r"64 transaction bytes more than the barrier \(shared array allocated at "
+                     r"\S+, byte offset \d+, in CTA 1 \(block \(1,0,0\)\)\) expects arrived in phase "
+                     r"\d \(expect_tx announced 128 bytes, copies and complete_tx bring 192\)", msg), msg
 
 
 @cuda.jit
