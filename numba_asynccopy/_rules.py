@@ -184,6 +184,11 @@ pipeline_bars = _rule("pipeline_bars", "`bars` holds {held} barriers; a {pipelin
 pipeline_threads = _rule(
     "pipeline_threads",
     "the block has {threads} threads; a {pipeline} is built for {need} producer and consumer threads")
+#: a cluster pipeline multicasts to and releases in ranks 0..ctas-1: the cluster must be that size
+pipeline_cluster_size = _rule(
+    "pipeline_cluster_size",
+    "the cluster has {ctas} CTAs; a {pipeline} needs a cluster of exactly {need} CTAs "
+    "(launch with ac.cluster_dims({need}) or ac.launch(..., cluster=...))")
 pipeline_slot_in_use = _rule(
     "pipeline_slot_in_use", "{where}: second producer_acquire of a slot still in use: {why}")
 #: the ``why`` of pipeline_slot_in_use where the device sees it: the slot's full barrier

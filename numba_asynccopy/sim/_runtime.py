@@ -39,9 +39,15 @@ def _sim_kernel():
 
 def install() -> None:
     """Patch numba-cuda's simulator for the kernels (``alignment=``, address
-    ranges, each block's threads); uninitialised shared memory holds
-    :data:`POISON_BYTE`.  Idempotent."""
+    ranges, each block's threads, ``cuda.syncwarp``); uninitialised shared
+    memory holds :data:`POISON_BYTE`.  Idempotent."""
     _nbsim.install(POISON_BYTE)
+    from numba.cuda.simulator import kernelapi
+
+    if not hasattr(kernelapi.FakeCUDAModule, "syncwarp"):  # numba-cuda's simulator lacks it
+        from .fence import _syncwarp
+
+        kernelapi.FakeCUDAModule.syncwarp = staticmethod(_syncwarp)
 
 
 __all__ = [

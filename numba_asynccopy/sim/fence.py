@@ -79,8 +79,15 @@ def _exited(t) -> bool:
          "warp meeting in calls with different masks, is a :class:`SimulatorError`, and a lane "
          "of ``mask`` that never comes is a :class:`DeadlockError` naming the missing lanes.")
 def elect_sync(mask=0xFFFFFFFF):
-    api = "elect_sync"
     rt.validate(_dev.elect_sync, mask)
+    lane, leader = _converge("elect_sync", "elect.sync", mask)
+    return lane == leader
+
+
+def _converge(api: str, instr: str, mask) -> tuple[int, int]:
+    """Every lane of ``mask`` (that exists and has not exited) meets at this
+    ``instr`` (``elect.sync``, ``bar.warp.sync``) before any goes on; returns
+    (this lane, the lowest lane that came)."""
     line = rt.caller_line()
     th, blk = rt.current(api)
     m = int(mask) & 0xFFFFFFFF
@@ -88,17 +95,17 @@ def elect_sync(mask=0xFFFFFFFF):
     lane, warp_base = tid % 32, tid - tid % 32
     exists = (1 << min(32, blk.nthreads - warp_base)) - 1
     if not (m >> lane) & 1:
-        raise rt.violation(api, f"lane {lane} executes elect.sync but is not in `mask`=0x{m:08x}")
+        raise rt.violation(api, f"lane {lane} executes {instr} but is not in `mask`=0x{m:08x}")
     with blk.cond:
-        # per warp: the elections still gathering their lanes, by mask
-        open_ = blk.__dict__.setdefault("_ac_elections", {}).setdefault(warp_base, {})
+        # per warp and instruction: the meetings still gathering their lanes, by mask
+        open_ = blk.__dict__.setdefault(f"_ac_meet_{instr}", {}).setdefault(warp_base, {})
         for other in open_.values():
             if other.mask != m and (other.mask >> lane) & 1:
                 waiting = [k for k in range(32) if (other.arrived >> k) & 1]
                 raise rt.violation(
-                    api, f"lane {lane} executes elect.sync with `mask`=0x{m:08x} at {line} while "
-                    f"lanes {waiting} of its warp wait in elect.sync with `mask`=0x{other.mask:08x} "
-                    f"at {other.line}: every lane of a membermask must execute the same elect.sync "
+                    api, f"lane {lane} executes {instr} with `mask`=0x{m:08x} at {line} while "
+                    f"lanes {waiting} of its warp wait in {instr} with `mask`=0x{other.mask:08x} "
+                    f"at {other.line}: every lane of a membermask must execute the same {instr} "
                     "with the same mask")
         e = open_.get(m)
         if e is None:
@@ -128,12 +135,22 @@ def elect_sync(mask=0xFFFFFFFF):
             raise rt.deadlock(blk, 
                 f"{rt.SIM_PREFIX}{api}: deadlock: every thread of the block is blocked, and lanes "
                 f"{[k for k in range(32) if (gone >> k) & 1]} of `mask`=0x{m:08x} never reach "
-                f"the elect.sync at {line} that lanes "
-                f"{[k for k in range(32) if (e.arrived >> k) & 1]} wait in (elect.sync waits "
+                f"the {instr} at {line} that lanes "
+                f"{[k for k in range(32) if (e.arrived >> k) & 1]} wait in ({instr} waits "
                 f"until every lane of its membermask executes it) {rt.where()}")
 
         done.line = line
-        done.describe = lambda: f"elect.sync (`mask`=0x{m:08x}, warp {warp_base // 32})"
+        done.describe = lambda: f"{instr} (`mask`=0x{m:08x}, warp {warp_base // 32})"
         blk.changed()
         blk.block_until(done, deadlock)
-        return lane == e.leader
+        return lane, e.leader
+
+
+def _syncwarp(mask=0xFFFFFFFF) -> None:
+    """``cuda.syncwarp(mask)``, which numba-cuda's simulator lacks: the lanes
+    of ``mask`` wait for each other (bar.warp.sync); a lane of ``mask``
+    that never comes is a :class:`DeadlockError` naming the missing lanes."""
+    m = int(mask)
+    if not 0 <= m <= 0xFFFFFFFF:
+        raise rt.violation("cuda.syncwarp", f"`mask`={m} is not a 32-bit lane mask")
+    _converge("cuda.syncwarp", "bar.warp.sync", m)

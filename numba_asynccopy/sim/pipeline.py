@@ -17,7 +17,10 @@ and the counts involved:
 - a tma stage whose copies differ from the pipeline's ``copies``, or whose
   barrier got copies of more or fewer bytes than the pipeline armed;
 - more producer or consumer threads than the pipeline was built for (fewer
-  show up as a deadlock naming the missing arrivals), or a block too small.
+  show up as a deadlock naming the missing arrivals), or a block too small;
+- for a cluster pipeline, a launch whose cluster does not have ``ctas`` CTAs,
+  and a slot no CTA's producer can refill because the consumers of some CTA
+  never release it (the deadlock lists the releases of the fill by CTA).
 
 Example::
 
@@ -35,7 +38,9 @@ import numpy as np
 from .. import _rules
 from . import _runtime as rt
 from . import bulk as _bulk
+from . import cluster as _cl
 from . import cp_async as _cp
+from . import fence as _fence
 from . import mbarrier as _mb
 from . import tensor as _tensor
 from ._mirror import mirrors
@@ -46,6 +51,7 @@ _DEV = {n: getattr(_dev, n) for n in ("group_pipeline", "cp_async_pipeline", "tm
                                        "cluster_tma_pipeline")}
 PipelineState = _dev.PipelineState
 GroupPipeline, CpAsyncPipeline, TmaPipeline = _dev.GroupPipeline, _dev.CpAsyncPipeline, _dev.TmaPipeline
+ClusterTmaPipeline = _dev.ClusterTmaPipeline
 barrier_count = _dev.barrier_count
 U0, U1 = np.uint32(0), np.uint32(1)
 
@@ -53,7 +59,8 @@ U0, U1 = np.uint32(0), np.uint32(1)
 # what each twin checks beyond the device operation (appended to its docstring)
 _NOTES = {
     "init": (
-        "also checks the barrier array and the block size like checked mode."),
+        "also checks the barrier array and the block size like checked mode, and for a "
+        "cluster pipeline that the cluster has ``ctas`` CTAs."),
     "producer_acquire": (
         "also raises a named error for a second acquire of a slot still in use, and a "
         "DeadlockError showing both barriers of the slot when it can never become free."),
@@ -68,7 +75,7 @@ _NOTES = {
         "slot."),
     "consumer_release": (
         "also raises a named error for a release without a wait and for more releases "
-        "than consumers."),
+        "than consumers (in a cluster pipeline, on the slot's empty barrier of every CTA)."),
 }
 
 
@@ -93,12 +100,14 @@ def tma_pipeline(bars, stages, consumers, copies=1):
     return TmaPipeline(rt.unwrap(bars).reshape(-1), int(stages), int(consumers), int(copies))
 
 
-@mirrors(_dev.cluster_tma_pipeline, "raises SimulatorError: clusters are not simulated yet.")
+@mirrors(_dev.cluster_tma_pipeline, (
+    "the CTAs of the cluster run together: each copy lands in every CTA of the mask and "
+    "releases arrive on every CTA's empty barrier, with the protocol checked as for "
+    "tma_pipeline; a launch whose cluster does not have ``ctas`` CTAs is an error at init."))
 def cluster_tma_pipeline(bars, stages, consumers, ctas, copies=1):
     rt.validate(_DEV["cluster_tma_pipeline"], bars, stages, consumers, ctas, copies)
-    from . import unsupported_error
-
-    raise unsupported_error("cluster_tma_pipeline", "cluster")
+    return ClusterTmaPipeline(rt.unwrap(bars).reshape(-1), int(stages), int(consumers), int(ctas),
+                              int(copies))
 
 
 # --- bookkeeping ----------------------------------------------------------------------
@@ -108,7 +117,8 @@ def _kind(api: str, pipe) -> str:
     kind = _dev.KINDS.get(type(pipe))
     if kind is None:
         raise TypeError(f"{api}: `pipe` must be a pipeline built in the kernel by "
-                        f"ac.pipeline.group_pipeline, cp_async_pipeline or tma_pipeline, got {pipe!r}")
+                        f"ac.pipeline.group_pipeline, cp_async_pipeline, tma_pipeline or "
+                        f"cluster_tma_pipeline, got {pipe!r}")
     return kind
 
 
@@ -189,14 +199,41 @@ def _blocking_wait(api: str, pipe, state, k: int, parity: int, side: str) -> Non
 
         def fail():
             second = "" if empty is None else f"; its empty barrier is in {empty.report()}"
+            who, at = "block", ""
+            if isinstance(pipe, ClusterTmaPipeline):  # each CTA has the slot: say whose
+                second += _releases_by_cta(pipe, blk, empty)
+                p = blk.point
+                who, at = "cluster", f" in CTA {blk.cluster.rank_of(p)} (block ({p[0]},{p[1]},{p[2]}))"
             raise rt.deadlock(blk,
-                f"{rt.SIM_PREFIX}pipeline {api}: deadlock: every thread of the block is blocked "
-                f"and {_where(api, pipe, state)} can never become {side}: its full barrier is in "
+                f"{rt.SIM_PREFIX}pipeline {api}: deadlock: every thread of the {who} is blocked "
+                f"and {_where(api, pipe, state)}{at} can never become {side}: its full barrier is in "
                 f"{full.report()}{second}; waiting at {line} {rt.where()}")
 
         done = _mb._done_fn(b, blk, True, parity)
         done.line = line
         blk.block_until(done, fail)
+
+
+def _releases_by_cta(pipe, blk, empty) -> str:
+    """Which CTAs' consumers released the fill an empty barrier of a cluster
+    pipeline waits for (its arrivals come from every CTA)."""
+    phase, got = getattr(empty, "_ac_releases", (None, {}))
+    got = got if phase == empty.phase else {}
+    cl = blk.cluster
+    parts = [f"CTA {r} {got.get(r, 0)} of {pipe.consumers}" for r in range(min(pipe.ctas, cl.size))]
+    short = [str(r) for r in range(min(pipe.ctas, cl.size)) if got.get(r, 0) < pipe.consumers]
+    return (f"; releases of this fill by CTA: {', '.join(parts)} (the consumers of CTA "
+            f"{', '.join(short)} never released it)" if short else "")
+
+
+def _record_release(ob, rank: int) -> None:
+    """One release by a consumer of CTA ``rank`` on empty barrier ``ob`` (for
+    the deadlock message)."""
+    phase, got = getattr(ob, "_ac_releases", (None, {}))
+    if phase != ob.phase:
+        got = {}
+    got[rank] = got.get(rank, 0) + 1
+    ob._ac_releases = (ob.phase, got)
 
 
 # --- operations -------------------------------------------------------------------------
@@ -219,9 +256,24 @@ def init(pipe):
         raise rt.violation("pipeline init", _rules.pipeline_threads(threads=blk.nthreads,
                                                                    pipeline=_desc(pipe), need=threads))
     t = threading.current_thread()
+    if kind == "cluster":
+        # the copies multicast to ranks 0..ctas-1 and the releases arrive there:
+        # any other cluster size loses bytes or arrivals
+        if blk.cluster.size != c["ctas"]:
+            raise rt.violation("pipeline init", _rules.pipeline_cluster_size(
+                ctas=blk.cluster.size, pipeline=_desc(pipe), need=c["ctas"]))
+        if tuple(t.threadIdx) == (0, 0, 0):
+            for s in range(c["stages"]):
+                _mb.mbarrier_init(bars[s:], c["copies"])
+                _mb.mbarrier_init(bars[c["stages"] + s:], c["consumers"] * c["ctas"])
+            _fence.fence_mbarrier_init()  # visible to the cluster's remote arrivals
+            _fence.fence_proxy_async("shared::cta")  # and to the copy engine
+        _cl.cluster_sync()  # no peer arrives or multicasts before every CTA initialised
+        return
     if _solo(pipe):  # called by the ring's one thread: no block barrier
         for s in range(c["stages"]):
             _mb.mbarrier_init(bars[s:], c["copies"])
+        _fence.fence_proxy_async("shared::cta")  # as the device: the inits, before the copy engine
         return
     if tuple(t.threadIdx) == (0, 0, 0):
         full = c["producers"] if kind == "cp_async" else c["copies"]
@@ -304,15 +356,18 @@ def _committing(api: str, pipe, state, rec: dict) -> int:
     return i
 
 
-def _copy(api: str, pipe, state, dst) -> np.ndarray:
+def _copy(api: str, pipe, state, dst) -> tuple[np.ndarray, np.uint16 | None]:
     """Checks of a copy through a tma pipeline; returns the slot's barrier
-    after arming it (one arrival and ``dst``'s bytes)."""
-    if _kind(api, pipe) != "tma":
+    after arming it (one arrival and ``dst``'s bytes; in a cluster pipeline
+    its bytes times the CTAs, which multicast the same size there) and the
+    multicast mask (None outside a cluster pipeline)."""
+    if _kind(api, pipe) not in _dev.TX_KINDS:
         raise TypeError(f"{api}: copies through the pipeline need a tma_pipeline, got a "
                         f"{_kind(api, pipe)} pipeline")
     rec = _thread_rec(api, pipe)
     i = _committing(api, pipe, state, rec)
-    nbytes = rt.unwrap(dst).nbytes
+    cluster = isinstance(pipe, ClusterTmaPipeline)
+    nbytes = rt.unwrap(dst).nbytes * (pipe.ctas if cluster else 1)
     rec["copies"][i] += 1
     rec["bytes"][i] += nbytes
     if rec["copies"][i] > pipe.copies:
@@ -320,19 +375,20 @@ def _copy(api: str, pipe, state, dst) -> np.ndarray:
                     f"built for copies={pipe.copies} a stage")
     bar = _bar(pipe, i)
     _mb.mbarrier_arrive_expect_tx(bar, nbytes)
-    return bar
+    return bar, (np.uint16((1 << pipe.ctas) - 1) if cluster else None)
 
 
 @mirrors(_dev.copy_bulk)
 def copy_bulk(pipe, state, dst, src, cache_policy=None):
-    bar = _copy("copy_bulk", pipe, state, dst)
-    _bulk.cp_async_bulk_g2s(dst, src, bar, cache_policy=cache_policy)
+    bar, mask = _copy("copy_bulk", pipe, state, dst)
+    _bulk.cp_async_bulk_g2s(dst, src, bar, multicast_mask=mask, cache_policy=cache_policy)
 
 
 @mirrors(_dev.copy_tensor)
 def copy_tensor(pipe, state, dst, tensor_map, coords, fence=True, cache_policy=None):
-    bar = _copy("copy_tensor", pipe, state, dst)
-    _tensor.cp_async_bulk_tensor_load(dst, tensor_map, coords, bar, fence=fence, cache_policy=cache_policy)
+    bar, mask = _copy("copy_tensor", pipe, state, dst)
+    _tensor.cp_async_bulk_tensor_load(dst, tensor_map, coords, bar, multicast_mask=mask, fence=fence,
+                                      cache_policy=cache_policy)
 
 
 @mirrors(_dev.producer_commit, _NOTES["producer_commit"])
@@ -350,15 +406,19 @@ def producer_commit(pipe, state):
     th, blk = rt.current(api)
     with blk.cond:
         b = rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, i))
-        if kind == "tma":
+        if kind in _dev.TX_KINDS:
             n, armed = rec["copies"][i], rec["bytes"][i]
             _, flight = b.in_flight()
             landed = b.tx_completed + flight
+            # in a cluster pipeline the peers' parts may come later: only more
+            # bytes than armed are wrong yet (fewer starve the wait, a deadlock)
+            short = landed > armed if kind == "cluster" else landed != armed
             # still this fill's phase (a completed phase has reset its counts)
-            if b.phase == int(state.step) // pipe.stages and (b.tx_expected != armed or landed != armed):
+            if b.phase == int(state.step) // pipe.stages and (b.tx_expected != armed or short):
                 raise _fail(api, pipe, state, f"the stage's copies carry {landed} bytes but the "
                             f"pipeline armed {armed} (barrier: {b.report()}); issue every copy "
-                            "of the stage through copy_bulk/copy_tensor")
+                            "of the stage through copy_bulk/copy_tensor"
+                            + (", the same sizes in every CTA" if kind == "cluster" else ""))
             if n != pipe.copies:
                 raise _fail(api, pipe, state, f"{n} cop{'y' if n == 1 else 'ies'} ({armed} bytes) "
                             f"issued into the stage, but the pipeline was built for copies="
@@ -428,6 +488,9 @@ def consumer_release(pipe, state):
             del rec["filled"][i]
         return
     th, blk = rt.current(api)
+    if kind == "cluster":
+        _cluster_release(api, pipe, state, blk)
+        return
     with blk.cond:
         b = rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, pipe.stages + i))
         pend, _ = b.outstanding()
@@ -436,6 +499,30 @@ def consumer_release(pipe, state):
                         f"already came (its empty barrier is in phase {b.phase}): more threads "
                         f"release than the consumers={pipe.consumers} the pipeline was built for")
     _mb.mbarrier_arrive(_bar(pipe, pipe.stages + i))
+
+
+def _cluster_release(api: str, pipe, state, blk) -> None:
+    """The release of a cluster pipeline: one arrival on the slot's empty
+    barrier in every CTA (each CTA's producer multicasts into this slot),
+    each checked like a local release first."""
+    i, _, c = _state(api, state)
+    cl = blk.cluster
+    bar = _bar(pipe, pipe.stages + i)
+    me = cl.rank_of(blk.point)
+    with blk.cond:  # the cluster's lock: no peer moves between the checks and the arrivals
+        targets = []
+        for r in range(pipe.ctas):
+            _, _, ob, _, _ = _cl._remote_barrier(f"pipeline {api}", bar, np.uint32(r))
+            pend, _ = ob.outstanding()
+            if pend < 1 or ob.phase != c // pipe.stages:
+                raise _fail(api, pipe, state, f"all {pipe.consumers * pipe.ctas} consumer "
+                            f"releases of this fill already came to CTA {r} (its empty barrier "
+                            f"is in phase {ob.phase}): more threads release than the consumers="
+                            f"{pipe.consumers} per CTA the pipeline was built for")
+            targets.append(ob)
+        for r, ob in enumerate(targets):
+            _record_release(ob, me)
+            _mb.mbarrier_arrive(bar, cta_rank=np.uint32(r))
 
 
 @mirrors(_dev.producer_tail)

@@ -106,6 +106,11 @@ PINNED: dict[str, list[tuple[dict, str]]] = {
         (dict(threads="%u", pipeline="X", need=33),
          "the block has %u threads; a X is built for 33 producer and consumer threads"),
     ],
+    "pipeline_cluster_size": [
+        (dict(ctas=4, pipeline="X", need=2),
+         "the cluster has 4 CTAs; a X needs a cluster of exactly 2 CTAs (launch with "
+         "ac.cluster_dims(2) or ac.launch(..., cluster=...))"),
+    ],
     "pipeline_slot_in_use": [
         (dict(where="slot 0 (step 0, phase 1) of a X", why="this thread already acquired state step 0 "
               "(advance the state after each stage)"),

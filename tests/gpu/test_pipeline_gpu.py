@@ -100,7 +100,6 @@ def tma_ring_warp_release(tmap, out):  # the three consumer warps release once e
             st = ac.pipeline.advance(pipe, st)
 
 
-@skip_on_sim("numba-cuda's simulator has no cuda.syncwarp")
 def test_tma_ring_one_release_per_consumer_warp():
     a = rand(ROWS * NT * BLOCKS, COLS)
     tmap = ac.TensorMap(cuda.to_device(a), (ROWS, COLS))
@@ -339,8 +338,10 @@ def test_ws_reduce_cluster_multicast(ctas, stages, rows, checked):
     with ac.checked_mode(checked):
         kernel = cuda.jit(wr.SIGNATURE)(wr.make_ws_reduce(ctas, stages, rows))
     # a partial last tile (zero-filled rows) and a partial column block;
-    # more tiles than stages: every slot wraps several times
-    n, cols = rows * (3 * stages + 2) + 5, 2 * wr.BC + 36
+    # more tiles than stages: every slot wraps several times.  In the
+    # simulator (a Python thread per GPU thread) one cluster, wrapping twice
+    n = rows * (2 * stages if SIM else 3 * stages + 2) + 5
+    cols = wr.BC - 28 if SIM else 2 * wr.BC + 36
     x, w = rand(n, cols), rand(ctas * wr.HEADS, n)
     d_x, d_y = cuda.to_device(x), poisoned((ctas * wr.HEADS, cols))
     kernel[wr.grid(cols, ctas), wr.BLOCK](wr.make_map(d_x, ctas, rows), cuda.to_device(w), d_y, n)

@@ -411,3 +411,38 @@ def test_seed_is_set_restored_and_validated():
     for bad in ("3", 1.5, True):
         with pytest.raises(ValueError, match="seed must be an int or None"):
             ac.sim.set_seed(bad)
+
+
+# --- cuda.syncwarp (numba-cuda's simulator has none: the package adds it) -----------------
+
+
+@cuda.jit
+def syncwarp_lockstep(out):
+    """After a syncwarp every lane sees what lane 0 wrote before it."""
+    s = cuda.shared.array(1, np.int32)
+    lane = cuda.threadIdx.x
+    for i in range(R):
+        if lane == 0:
+            s[0] = i + 1
+        cuda.syncwarp()
+        out[lane, i] = s[0]
+        cuda.syncwarp()  # every lane read round i before lane 0 writes round i + 1
+
+
+def test_syncwarp_is_a_warp_barrier(interleaving):
+    out = np.full((32, R), -1, np.int32)
+    syncwarp_lockstep[1, 32](out)
+    np.testing.assert_array_equal(out, np.tile(np.arange(1, R + 1, dtype=np.int32), (32, 1)))
+
+
+@cuda.jit
+def syncwarp_half_never_comes():
+    if cuda.threadIdx.x < 16:
+        cuda.syncwarp()  # BUG: lanes 16-31 of the mask never execute it
+    cuda.syncthreads()
+
+
+def test_syncwarp_lanes_that_never_come_are_a_deadlock_naming_them():
+    with pytest.raises(ac.sim.DeadlockError, match=r"cuda.syncwarp: deadlock.*lanes \[16, 17, .*31\] "
+                       r"of `mask`=0xffffffff never reach the bar.warp.sync"):
+        syncwarp_half_never_comes[1, 32]()
