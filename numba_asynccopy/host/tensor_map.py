@@ -325,16 +325,28 @@ def encode(spec: TensorMapSpec) -> list[int]:
 
 def _pointer_device(ptr: int) -> int | None:
     """The device ordinal of a device pointer (None: unknown, e.g. null or
-    managed memory the driver does not attribute to one device)."""
+    managed memory the driver does not attribute to one context).
+
+    Read through the pointer's context: on the H200 host (driver 580,
+    cuda-bindings 13) ``CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL`` answered 0 for
+    memory allocated on device 1, while ``CU_POINTER_ATTRIBUTE_CONTEXT``
+    named device 1's context."""
     if not ptr:
         return None
     try:
         from numba.cuda.cudadrv.driver import binding, driver
 
-        attr = binding.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
-        return int(driver.cuPointerGetAttribute(attr, ptr))
+        attr = binding.CUpointer_attribute.CU_POINTER_ATTRIBUTE_CONTEXT
+        pctx = driver.cuPointerGetAttribute(attr, ptr)
     except Exception:  # not a pointer the driver knows: the encode call reports it
         return None
+    if not int(pctx):
+        return None
+    driver.cuCtxPushCurrent(pctx)
+    try:
+        return int(driver.cuCtxGetDevice())
+    finally:
+        driver.cuCtxPopCurrent()
 
 
 class TensorMap:
