@@ -128,7 +128,9 @@ def _map_behind(api: str, m: np.ndarray, w: list[int]) -> TensorMap:
     if tmap.spec.interleave is not None:
         raise rt.SimulatorError(
             f"{rt.SIM_PREFIX}{api}: interleaved tensor maps (interleave="
-            f"{tmap.spec.interleave}) are not simulated; run this kernel on a GPU")
+            f"{tmap.spec.interleave}) are not simulated (their addressing is undocumented "
+            "and, measured on the H200, not a plain map's box: see the README's simulator "
+            "section); run this kernel on a GPU")
     return tmap
 
 

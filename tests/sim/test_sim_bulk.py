@@ -410,3 +410,36 @@ def test_bulk_and_tma_are_supported():
     assert "cp_async_bulk_cluster" in names and "TensorMap" not in names
     assert ac.cp_async_bulk_s2g.__module__ == "numba_asynccopy.sim.bulk"
     assert ac.TensorMap.__module__ == "numba_asynccopy.sim.tensor"
+
+
+
+def interleaved_load(dtype):
+    @cuda.jit
+    def k(tmap, out):
+        tile = cuda.shared.array((2, 8, 8), dtype, alignment=128)
+        bar = cuda.shared.array(1, np.uint64)
+        if cuda.threadIdx.x == 0:
+            ac.mbarrier_init(bar, 1)
+            ac.fence_proxy_async("shared::cta")
+        cuda.syncthreads()
+        if cuda.threadIdx.x == 0:
+            ac.mbarrier_arrive_expect_tx(bar, 128 * tile.itemsize)
+            ac.cp_async_bulk_tensor_load(tile, tmap, (0, 0, 0), bar)
+        ac.mbarrier_wait_parity(bar, 0)
+        out[cuda.threadIdx.x] = tile[0, 0, cuda.threadIdx.x]
+    return k
+
+
+@pytest.mark.parametrize("interleave,dtype", [(16, np.float16), (32, np.float32)])
+def test_interleaved_maps_are_refused_with_the_reason(interleave, dtype):
+    """Interleaved maps are not simulated: measured on the H200, their
+    addressing is not a plain map's box (README, simulator section)."""
+    big = cuda.to_device(np.zeros(4 * 16 * 8 + 8, dtype))
+    off = -big._ary.ctypes.data % 32 // big.dtype.itemsize  # interleave=32 needs 32 bytes
+    a = big[off:off + 4 * 16 * 8].reshape(4, 16, 8)
+    tmap = ac.TensorMap(a, (2, 8, 8), interleave=interleave)
+    with pytest.raises(ac.sim.SimulatorError) as e:
+        interleaved_load(dtype)[1, 8](tmap, cuda.to_device(np.zeros(8, dtype)))
+    assert (f"cp_async_bulk_tensor_load: interleaved tensor maps (interleave={interleave}) are "
+            "not simulated (their addressing is undocumented and, measured on the H200, not a "
+            "plain map's box") in str(e.value), str(e.value)

@@ -121,9 +121,6 @@ def sgemm():
     return run, None
 
 
-CLUSTERS = "cluster" in getattr(ac.sim, "UNSUPPORTED_FAMILIES", {})
-
-
 def exchange():
     blocks, rounds = 2 * ex.CLUSTER, 3
     a = rng.uniform(-1, 1, (blocks, ex.TILE)).astype(np.float32)
@@ -144,8 +141,7 @@ CASES = [
     pytest.param(tma_copy, id="tma_copy"),
     pytest.param(stencil, id="stencil"),
     pytest.param(sgemm, id="sgemm"),
-    pytest.param(exchange, id="exchange", marks=pytest.mark.skipif(
-        CLUSTERS, reason="clusters are not simulated in this build")),
+    pytest.param(exchange, id="exchange"),
 ]
 
 
