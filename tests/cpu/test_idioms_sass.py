@@ -110,3 +110,14 @@ def test_while_grid_stride_loop_is_not_unrolled(name, base, most):
     assert len(loops) == 1 and len(loops[0]) <= most, [len(b) for b in loops]
     unrolled = sass_loops(idiom_sass(base)[0])
     assert max(len(b) for b in unrolled) > 2 * len(loops[0]), [len(b) for b in unrolled]
+
+
+def test_ncu_driver_needs_the_twins_library_and_covers_every_idiom(capsys):
+    """The Nsight Compute driver (README's side-by-side table) launches every
+    port and every original; without the library it is a usage error."""
+    from numba_asynccopy.bench import ncu_idioms
+    with pytest.raises(SystemExit):
+        ncu_idioms.main([])
+    assert "--twins" in capsys.readouterr().err
+    assert set(idi.TWIN_INDEX) == set(idi.KERNELS)
+    assert {base for *_, base in idi.WHILE_FORMS.values()} <= set(idi.KERNELS)
