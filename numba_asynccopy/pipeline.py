@@ -490,6 +490,25 @@ def _wait(typingctx, bars, k, parity, slot, count, op, what):
 #: the protocol checks of checked mode: (operation, the phase must be complete?)
 CHECKS = (("producer_acquire", False), ("consumer_release", True))
 
+# the README's checked-mode table (…: a run-time value; the messages name the
+# pipeline by its kind and constants, "tma pipeline (4 stages, ...)")
+_P = "… pipeline (…)"
+_WHERE = _rules.pipeline_where(slot="…", step="…", phase="…", pipeline=_P)
+_checked.declare("pipeline.init", "pipe", _rules.pipeline_bars, held="…", pipeline=_P, need="…")
+_checked.declare("pipeline.init", "(the block)", _rules.pipeline_threads, threads="…", pipeline=_P,
+                 need="…")
+_checked.declare("pipeline.init", "(the cluster)", _rules.pipeline_cluster_size, ctas="…",
+                 pipeline="cluster tma pipeline (…, N CTAs, …)", need="N")
+_checked.declare("pipeline.producer_acquire", "state", _rules.pipeline_slot_in_use, where=_WHERE,
+                 why=_rules.pipeline_fill_done(parity="…"))
+_checked.declare("pipeline.consumer_release", "state", _rules.pipeline_release_without_wait,
+                 where=_WHERE, why=_rules.pipeline_fill_pending(parity="…"))
+for _op, _side in (("producer_acquire", "its consumers' release"),
+                   ("consumer_wait", "its producers' commit"),
+                   ("producer_tail", "its consumers' release")):
+    _checked.declare(f"pipeline.{_op}", "(the wait)", _rules.pipeline_wait_timeout,
+                     ns="`ac.wait_timeout_ns()`", where=_WHERE, side=_side, word="…")
+
 
 @intrinsic
 def _check_fill(typingctx, bars, slot, parity, count, phase, check, what):
@@ -550,12 +569,14 @@ def _at(typingctx, bars, k):
 
 
 @intrinsic
-def _check_init(typingctx, bars, need, threads, what):
-    """Checked mode: the barrier array holds ``need`` barriers and the block
-    has at least ``threads`` threads."""
+def _check_init(typingctx, bars, need, threads, what, ctas=0):
+    """Checked mode: the barrier array holds ``need`` barriers, the block
+    has at least ``threads`` threads and, for a cluster pipeline
+    (``ctas`` > 0), the cluster has exactly ``ctas`` CTAs."""
     desc = literal_value(what, "pipeline", "what", kind=str)
     n_need = literal_value(need, "pipeline", "need")
     n_threads = literal_value(threads, "pipeline", "threads")
+    n_ctas = 0 if isinstance(ctas, (int, types.Omitted)) else literal_value(ctas, "pipeline", "ctas")
 
     def codegen(context, builder, sig, args):
         if _checked._note_compiled():
@@ -567,9 +588,18 @@ def _check_init(typingctx, bars, need, threads, what):
             trap_if(context, builder, builder.icmp_unsigned("<", nt, ir.Constant(I32, n_threads)),
                     "pipeline init", _rules.pipeline_threads(threads="%u", pipeline=desc, need=n_threads),
                     [nt])
+            if n_ctas:
+                # the copies multicast to ranks 0..ctas-1 and the releases arrive
+                # there: any other cluster size loses bytes or arrivals
+                from .cluster import read_sreg
+
+                nc = read_sreg(builder, "sreg.cluster_nctarank")
+                trap_if(context, builder, builder.icmp_unsigned("!=", nc, ir.Constant(I32, n_ctas)),
+                        "pipeline init",
+                        _rules.pipeline_cluster_size(ctas="%u", pipeline=desc, need=n_ctas), [nc])
         return context.get_dummy_value()
 
-    return types.void(bars, need, threads, what), codegen
+    return types.void(bars, need, threads, what, ctas), codegen
 
 
 # --- operations ----------------------------------------------------------------------
@@ -647,8 +677,10 @@ def init(typingctx, pipe):
     tx = kind in TX_KINDS
 
     if kind == "cluster":
+        ctas = c["ctas"]
+
         def cluster_impl(pipe):
-            _check_init(pipe.bars, need, threads, desc)
+            _check_init(pipe.bars, need, threads, desc, ctas)
             if cuda.threadIdx.x == 0 and cuda.threadIdx.y == 0 and cuda.threadIdx.z == 0:
                 for s in range(stages):
                     mbarrier_init(_at(pipe.bars, s), full)

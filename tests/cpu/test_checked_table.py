@@ -23,7 +23,10 @@ def test_readme_table_is_current():
 def test_every_declared_check_names_a_public_function_and_a_rule():
     assert len(C.CHECKS) > 100
     for c in C.CHECKS:
-        assert c.api in ac.__all__, c
+        if c.api.startswith("pipeline."):  # ac.pipeline's operations
+            assert c.api.split(".", 1)[1] in ac.pipeline.__all__, c
+        else:
+            assert c.api in ac.__all__, c
         assert c.text and c.argument, c
         if c.rule:
             assert c.rule in _rules.RULES, c
@@ -47,3 +50,15 @@ def test_declare_renders_the_rule_and_keeps_one_record(monkeypatch):
     assert [(c.api, c.rule, c.text) for c in C.CHECKS] == [
         ("f", "outside_range", "`count`=… is outside 1..3"),
         ("g", "outside_range", "`count`=… is outside 1..3")]
+
+
+def test_the_pipeline_protocol_checks_are_listed():
+    table = C.checks_table()
+    for api, arg, words in (
+            ("pipeline.producer_acquire", "state", "second producer_acquire of a slot still in use"),
+            ("pipeline.consumer_release", "state", "consumer_release without a consumer_wait"),
+            ("pipeline.consumer_wait", "(the wait)", "its producers' commit never came"),
+            ("pipeline.init", "(the cluster)", "needs a cluster of exactly N CTAs"),
+            ("pipeline.init", "(the block)", "producer and consumer threads")):
+        row = next((r for r in table.splitlines() if r.startswith(f"| `{api}` | {arg if arg[0] == '(' else f'`{arg}`'} |")), "")
+        assert words in row, (api, arg, row)

@@ -46,6 +46,14 @@ CASES = {
     "remote_rank_wide": ("ac.mbarrier_arrive(bars[0:], cta_rank=n)", BIG, True,
                          f"mbarrier_arrive: `cta_rank`={BIG} is outside the cluster "
                          "(2 CTAs: ranks 0..1)"),
+    # a cluster pipeline built for 4 CTAs in a cluster of 2: its multicasts and
+    # releases would name ranks 2 and 3
+    "pipeline_cluster_size": ("pipe = ac.pipeline.cluster_tma_pipeline(bars, 2, 1, 4)\n"
+                              "    ac.pipeline.init(pipe)", 0, True,
+                              "pipeline init: the cluster has 2 CTAs; a cluster tma pipeline (2 "
+                              "stages, 4 CTAs, 1 copy per stage and CTA, 1 consumers per CTA) "
+                              "needs a cluster of exactly 4 CTAs (launch with ac.cluster_dims(4) "
+                              "or ac.launch(..., cluster=...))"),
 }
 
 KERNEL = """
