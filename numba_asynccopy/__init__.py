@@ -20,6 +20,8 @@ from .host.interop import InteropError, as_device_array, as_stream
 from .host.launch import ClusterLaunchError, LaunchTypeError, launch, max_active_clusters
 from .host.tensor_map import TensorMap, TensorMapTypeError
 from .report import inspect
+from .pragma import install as _install_pragmas
+from .pragma import pragma_nounroll
 from .vector import chunk_view, load2, load4, load_vec, store2, store4, store_vec, view4
 
 # Every public device function is bound from the family module its registry
@@ -52,7 +54,9 @@ _HOST_API = [
 ]
 # device helpers that emit no PTX form of their own (NVVM's vector accesses)
 _VECTOR_API = ["chunk_view", "load2", "load4", "load_vec", "store2", "store4", "store_vec", "view4"]
-__all__ = [*_public_apis(), *_VECTOR_API, *_HOST_API]
+# a loop pragma (LLVM loop metadata, which NVVM turns into PTX's .pragma "nounroll")
+_PRAGMA_API = ["pragma_nounroll"]
+__all__ = [*_public_apis(), *_VECTOR_API, *_PRAGMA_API, *_HOST_API]
 
 from . import pipeline, sim
 
@@ -62,4 +66,5 @@ if sim.ENABLED:
     globals().update(sim.implementations(globals()))
 else:
     _patch_cache_key(_checked.cache_key)
+    _install_pragmas()
     _host_launch.install()

@@ -24,12 +24,15 @@ IDIOM_LABELS = {
     "vector": "float4 load/store (ac.load4/store4)",
     "bulk": "16-byte bulk copies on an mbarrier",
 }
-#: the ``while`` grid-stride forms: name -> (label, the idiom whose original is the peer)
+#: the documented levers' forms (the ``while`` grid-stride loop, the loop
+#: pragma): name -> (label, the idiom whose original is the peer)
 IDIOM_WHILE = {
     "single_while": ("single-stage cp.async, while loop", "single"),
     "slice_while": ("slice chunk, while loop", "slice"),
     "vector_while": ("float4 load/store, while loop", "vector"),
     "bulk_while": ("16-byte bulk copies, while loop", "bulk"),
+    "single_pragma": ("single-stage cp.async, range + pragma_nounroll", "single"),
+    "vector_pragma": ("float4 load/store, range + pragma_nounroll", "vector"),
 }
 
 

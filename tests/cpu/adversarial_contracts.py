@@ -95,6 +95,7 @@ CONTRACTS: dict[str, tuple[list[tuple[str, str]], dict[str, str], dict[str, str]
                   "prefetch": "prefetch", "src_size": "rt_int", "ignore_src": "bool_rt",
                   "pred": "bool_rt", "cache_policy": "policy", "scope": "cp_scope"}),
     "commit_group": ([], {}, {}),
+    "pragma_nounroll": ([], {}, {}),
     "wait_group": ([("n", "0")], {}, {"n": "wait_depth"}),
     "wait_all": ([], {}, {}),
     "createpolicy_fractional": ([], {},
@@ -217,10 +218,15 @@ CONTRACTS: dict[str, tuple[list[tuple[str, str]], dict[str, str], dict[str, str]
 }
 
 
+#: functions called in a loop's body (the loop pragma refuses any other place)
+IN_A_LOOP = {"pragma_nounroll"}
+
+
 def render(api: str, args: list[tuple[str, str]], kwargs: dict[str, str]) -> str:
     """The statement calling ``api`` (a result is stored so it is not dropped)."""
     parts = [e for _, e in args] + [f"{k}={v}" for k, v in kwargs.items()]
-    return f"_r = ac.{api}({', '.join(parts)})"
+    stmt = f"_r = ac.{api}({', '.join(parts)})"
+    return f"for _i in range(n):\n        {stmt}" if api in IN_A_LOOP else stmt
 
 
 def valid_call(api: str) -> str:

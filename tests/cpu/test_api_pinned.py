@@ -19,6 +19,7 @@ PINNED = {
     'store4': '(arr, idx, values)',
     'store_vec': '(arr, idx, values)',
     'view4': '(arr, idx)',
+    'pragma_nounroll': '()',
     'ClusterLaunchError': 'class',
     'ContractError': 'class',
     'LaunchTypeError': 'class',

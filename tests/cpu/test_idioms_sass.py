@@ -101,11 +101,13 @@ def test_every_idiom_has_its_cuda_original():
         assert re.search(rf"case {i}: {name}<<<grid, 256>>>", src), name
 
 
-@pytest.mark.parametrize("name,base,most", [("vector_while", "vector", 30), ("single_while", "single", 56)])
+@pytest.mark.parametrize("name,base,most", [("vector_while", "vector", 30), ("single_while", "single", 56),
+                                             ("vector_pragma", "vector", 34), ("single_pragma", "single", 60)])
 def test_while_grid_stride_loop_is_not_unrolled(name, base, most):
-    # the documented lever: the range() form is unrolled four times by NVVM
+    # the documented levers: the range() form is unrolled four times by NVVM
     # (vector: loops of 117 + 37, single: 112 = 4 x 28); the while form is
-    # one body (vector 25, single 48; nvcc's originals 17 and 25)
+    # one body (vector 25, single 48; nvcc's originals 17 and 25), and so is
+    # the range() form with ac.pragma_nounroll() (vector 30, single 55)
     loops = sass_loops(idiom_sass(name)[0])
     assert len(loops) == 1 and len(loops[0]) <= most, [len(b) for b in loops]
     unrolled = sass_loops(idiom_sass(base)[0])
