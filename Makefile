@@ -4,12 +4,24 @@
 #               CUDA simulator
 # Both create or refresh .venv (the cu13 flavour) by themselves.
 #   make test-cu12  the CPU layer (tests/cpu) against the cu12 flavour, in .venv-cu12
+#   FLAVOUR=cu12    (make demo/test FLAVOUR=cu12) the same commands with the cu12
+#                   flavour, in .venv-cu12
 PYTHON ?= python3
+FLAVOUR ?= cu13
+ifeq ($(FLAVOUR),cu13)
 VENV := .venv
+EXTRAS := test
+else ifeq ($(FLAVOUR),cu12)
+VENV := .venv-cu12
+EXTRAS := cu12,testing
+else
+$(error FLAVOUR must be cu13 or cu12, not '$(FLAVOUR)')
+endif
+VENV_CU12 := .venv-cu12
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-cu12 readme-table gpu-test gpu-test-cu12 gpu-cu12-jitlink gpu-notebooks gpu-sanitize gpu-sanitize-examples device-wheels device-wheels-cu12 clean
+.PHONY: demo test test-cpu test-cu12 readme-table gpu-test gpu-test-cu12 gpu-cu12-jitlink gpu-notebooks gpu-sanitize gpu-sanitize-examples device-wheels device-wheels-cu12 clean
 
 # setuptools prints an informational notice for every editable install of a
 # flat layout ("Editable installation ... folders with the same name as your
@@ -19,7 +31,7 @@ EDITABLE_QUIET := PYTHONWARNINGS="ignore:Editable installation:UserWarning"
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(EDITABLE_QUIET) $(PY) -m pip install -q -e '.[test]'
+	$(EDITABLE_QUIET) $(PY) -m pip install -q -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -32,17 +44,14 @@ test: $(STAMP)
 	$(PY) -m pytest -ra -q
 	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -ra -q --durations=15 tests/sim tests/gpu
 
-# The cu12 flavour (NVVM, ptxas of CUDA 12): the CPU layer only; the
-# simulator runs no NVVM, so the cu13 run above covers it.
-VENV_CU12 := .venv-cu12
-$(VENV_CU12)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV_CU12)
-	$(VENV_CU12)/bin/python -m pip install -q --upgrade pip
-	$(EDITABLE_QUIET) $(VENV_CU12)/bin/python -m pip install -q -e '.[cu12,testing]'
-	touch $@
+test-cpu: $(STAMP)
+	$(PY) -m pytest -ra -q tests/cpu
 
-test-cu12: $(VENV_CU12)/.installed
-	$(VENV_CU12)/bin/python -m pytest -ra -q tests/cpu
+# The cu12 flavour (NVVM, ptxas of CUDA 12): the CPU layer only; the
+# simulator runs no NVVM, so the cu13 run above covers it (`make test
+# FLAVOUR=cu12` runs both layers with cu12).
+test-cu12:
+	$(MAKE) --no-print-directory FLAVOUR=cu12 test-cpu
 
 # the README's feature table (from the registry of PTX forms) and checked-mode
 # table (from the checks' declarations)
@@ -154,4 +163,4 @@ device-wheels-cu12:
 	  "nvidia-nvjitlink-cu12==12.9.*"
 
 clean:
-	rm -rf $(VENV) $(VENV_CU12) build *.egg-info
+	rm -rf .venv $(VENV_CU12) build *.egg-info
