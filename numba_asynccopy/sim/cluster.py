@@ -23,9 +23,10 @@ Worst-case rules for clusters:
   (an access not followed by a cluster barrier that the exiting CTA waited
   on) is an error, and so is an access to a CTA that already exited.
 
-``map_shared_rank`` returns a numpy view of the other CTA's memory: reads
-and writes through it are not checked for ordering (only the access rules
-above, at the call).
+``map_shared_rank`` returns a :class:`RemoteView`, a numpy view of the
+other CTA's memory whose element reads and writes follow the same rules as
+``dsmem_load`` and ``dsmem_store`` (ordering, access before the first
+cluster barrier, access to an exited CTA), in the same words.
 """
 
 from __future__ import annotations
@@ -393,6 +394,26 @@ def _elem_offset(view: np.ndarray, off: int, idx: tuple) -> int:
     return off + sum(i * s for i, s in zip(idx, view.strides))
 
 
+def _ordered_read(api: str, st, cl, me, owner, key, o: int, val, dtype, idx, label: str) -> None:
+    """The read of ``val`` (element ``idx`` at byte ``o`` of allocation
+    ``key``) in CTA ``owner`` must be what ``owner`` published to ``me``;
+    remembered until ``owner``'s next release (a later overwrite raced)."""
+    if owner == me:
+        return
+    seen = st.views.get((me, owner), {}).get(key)
+    now = np.array(val, dtype).reshape(1).view(np.uint8)
+    if seen is None or not np.array_equal(seen[o:o + now.size], now):
+        raise rt.violation(api, (
+            f"CTA {cl.rank_of(me)} (block {_pt(me)}) reads element {idx} of {label} in "
+            f"CTA {cl.rank_of(owner)} (block {_pt(owner)}), but that value is not ordered "
+            f"after CTA {cl.rank_of(owner)}'s write: missing synchronization between the "
+            f"write and this read (cluster_sync, cluster_arrive(release) + cluster_wait, "
+            f"or a remote mbarrier arrive and a wait)"))
+    where = f"{rt.SIM_PREFIX}{api}: CTA {cl.rank_of(me)} (block {_pt(me)}) read element " \
+        f"{idx} of {label} in CTA {cl.rank_of(owner)} at {rt.caller_line()} {rt.where()}"
+    st.reads.append((me, owner, key, o, now.copy(), where))
+
+
 @mirrors(_dev.dsmem_load, "reads what CTA ``rank`` published to this CTA; a value not ordered "
          "after its write raises SimulatorError naming both CTAs and the missing synchronization.")
 def dsmem_load(view, rank, index):
@@ -401,22 +422,8 @@ def dsmem_load(view, rank, index):
     th, cl, st, me, owner, key, off, remote, idx = _dsmem(api, v, r, i)
     with cl.lock:
         val = remote[idx]
-        if owner != me:
-            seen = st.views.get((me, owner), {}).get(key)
-            o = _elem_offset(v, off, idx)
-            now = np.array(val, v.dtype).reshape(1).view(np.uint8)
-            if seen is None or not np.array_equal(seen[o:o + v.itemsize], now):
-                label = rt.describe_shared(rt.address(v))
-                raise rt.violation(api, (
-                    f"CTA {cl.rank_of(me)} (block {_pt(me)}) reads element {idx} of {label} in "
-                    f"CTA {cl.rank_of(owner)} (block {_pt(owner)}), but that value is not ordered "
-                    f"after CTA {cl.rank_of(owner)}'s write: missing synchronization between the "
-                    f"write and this read (cluster_sync, cluster_arrive(release) + cluster_wait, "
-                    f"or a remote mbarrier arrive and a wait)"))
-            where = f"{rt.SIM_PREFIX}{api}: CTA {cl.rank_of(me)} (block {_pt(me)}) read element " \
-                f"{idx} of {rt.describe_shared(rt.address(v))} in CTA {cl.rank_of(owner)} at " \
-                f"{rt.caller_line()} {rt.where()}"
-            st.reads.append((me, owner, key, o, now.copy(), where))
+        _ordered_read(api, st, cl, me, owner, key, _elem_offset(v, off, idx), val, v.dtype, idx,
+                      rt.describe_shared(rt.address(v)))
         return val
 
 
@@ -466,8 +473,86 @@ def map_shared_rank(view, rank):
     key, off = _local(api, "view", v, me)
     owner = _rank(api, "rank", r, cl)
     with cl.lock:
-        _cs(cl).record(api, me, th, owner)
-        return _mapped(v, key, off, owner)
+        # mapa only computes an address: the access rules apply to each
+        # element access through the view (RemoteView), not to the call
+        out = _mapped(v, key, off, owner).view(RemoteView)
+        base = rt.address(_nbsim.shared_counterpart(key, owner))
+        out._ac_remote = (key, owner, base, rt.describe_shared(rt.address(v)))
+        return out
+
+
+class RemoteView(np.ndarray):
+    """What ``map_shared_rank`` returns in the simulator: a numpy view of
+    another CTA's copy of a shared array whose element reads and writes
+    follow ``dsmem_load``'s and ``dsmem_store``'s rules, in their words
+    (api ``map_shared_rank``): a read must be ordered after the owner's
+    write, no access before this CTA's first cluster barrier or after the
+    owner exited.  Slicing keeps the checks; ``np.asarray`` drops them.
+
+    Example::
+
+        peer = ac.map_shared_rank(box, (rank + 1) % n)
+        ac.cluster_sync()
+        x = peer[tid]        # checked like ac.dsmem_load(box, nxt, tid)
+    """
+
+    _ac_remote = None
+
+    def __array_finalize__(self, obj):
+        self._ac_remote = getattr(obj, "_ac_remote", None)
+
+    def _offset(self, idx) -> tuple[int, tuple]:
+        """(byte offset in the owner's allocation, normalized index) of the
+        element ``self[idx]``."""
+        t = idx if isinstance(idx, tuple) else (idx,)
+        t = tuple(int(i) % n for i, n in zip(t, self.shape))
+        return rt.address(self) - self._ac_remote[2] + sum(i * s for i, s in zip(t, self.strides)), t
+
+    def __getitem__(self, idx):
+        ctx = self._ac_remote
+        if ctx is None:
+            return super().__getitem__(idx)
+        api = "map_shared_rank"
+        th, blk, cl, me = _ctx(api)
+        st = _cs(cl)
+        with cl.lock:
+            out = super().__getitem__(idx)
+            if isinstance(out, np.ndarray):  # a sub-view keeps the checks
+                return out
+            key, owner, _, label = ctx
+            st.record(api, me, th, owner)
+            o, t = self._offset(idx)
+            _ordered_read(api, st, cl, me, owner, key, o, out, self.dtype, t if len(t) > 1 else t[0],
+                          label)
+            return out
+
+    def __setitem__(self, idx, value):
+        ctx = self._ac_remote
+        if ctx is None:
+            return super().__setitem__(idx, value)
+        api = "map_shared_rank"
+        th, blk, cl, me = _ctx(api)
+        st = _cs(cl)
+        key, owner, base, _ = ctx
+        with cl.lock:
+            st.record(api, me, th, owner)
+            super().__setitem__(idx, value)
+            if owner == me:
+                return
+            sub = np.asarray(self)[idx]
+            if np.ndim(sub) == 0:
+                offs = [self._offset(idx)[0]]
+            else:
+                grid = np.indices(sub.shape).reshape(sub.ndim, -1)
+                offs = (rt.address(sub) - base
+                        + (np.array(sub.strides)[:, None] * grid).sum(0)).tolist()
+            now = _nbsim.shared_counterpart(key, owner).view(np.uint8).reshape(-1)
+            view = st.views.setdefault((me, owner), {})
+            seen = view.get(key)
+            if seen is None:  # nothing of that array published yet: only these elements are known
+                seen = view[key] = np.full(now.size, rt.POISON_BYTE, np.uint8)
+            for o in offs:
+                seen[o:o + self.itemsize] = now[o:o + self.itemsize]
 
 
 # --- mbarrier operations on another CTA --------------------------------------------------

@@ -57,6 +57,81 @@ def test_missing_cluster_sync_before_a_dsmem_read_names_both_ctas_and_the_array(
         assert "missing synchronization" in msg, msg
 
 
+def make_view_read(sync_before_read: bool):
+    @cuda.jit
+    def neighbour(A, out):
+        ac.cluster_dims(2)
+        tid = cuda.threadIdx.x
+        rank = ac.cluster_cta_rank()
+        sh = cuda.shared.array((4, 8), np.int32)
+        peer = ac.map_shared_rank(sh, (rank + 1) % 2)
+        ac.cluster_sync()  # both CTAs run
+        sh[tid // 8, tid % 8] = A[cuda.blockIdx.x, tid]
+        if sync_before_read:
+            ac.cluster_sync()
+        row = peer[tid // 8]          # a sub-view keeps the checks
+        out[cuda.blockIdx.x, tid] = row[tid % 8]
+        ac.cluster_sync()
+
+    return neighbour
+
+
+def test_a_map_shared_rank_view_read_after_cluster_sync_passes():
+    a = rng.integers(0, 1000, (2, 32), dtype=np.int32)
+    out = np.zeros_like(a)
+    make_view_read(True)[2, 32](a, out)
+    np.testing.assert_array_equal(out, a[::-1])
+
+
+def test_a_map_shared_rank_view_read_without_cluster_sync_is_the_dsmem_error():
+    """Reads through a mapped view follow dsmem_load's rule, in its words."""
+    a = rng.integers(0, 1000, (2, 32), dtype=np.int32)
+    with pytest.raises(ac.sim.SimulatorError) as e:
+        make_view_read(False)[2, 32](a, np.zeros_like(a))
+    msg = str(e.value)
+    assert "map_shared_rank: CTA " in msg, msg
+    assert "shared array allocated at" in msg and "test_sim_cluster.py" in msg, msg
+    assert ("is not ordered after" in msg or "the write is not ordered after the read" in msg), msg
+    assert "missing synchronization" in msg, msg
+
+
+@cuda.jit
+def view_write_then_own_read(out):
+    ac.cluster_dims(2)
+    tid = cuda.threadIdx.x
+    rank = ac.cluster_cta_rank()
+    box = cuda.shared.array(32, np.int32)
+    peer = ac.map_shared_rank(box, (rank + 1) % 2)
+    ac.cluster_sync()
+    peer[tid] = rank * 100 + tid       # written into the other CTA
+    peer[tid:tid + 1] = rank * 100 + tid  # a slice assignment is followed too
+    ac.cluster_sync()
+    out[cuda.blockIdx.x, tid] = box[tid]
+    ac.cluster_sync()
+
+
+def test_writes_through_a_mapped_view_land_in_the_other_cta():
+    out = np.zeros((2, 32), np.int32)
+    view_write_then_own_read[2, 32](out)
+    np.testing.assert_array_equal(out, [[100 + t for t in range(32)], list(range(32))])
+
+
+@cuda.jit
+def view_access_before_any_cluster_barrier(out):
+    ac.cluster_dims(2)
+    sh = cuda.shared.array(4, np.int32)
+    peer = ac.map_shared_rank(sh, 1 - ac.cluster_cta_rank())  # an address: fine
+    out[cuda.blockIdx.x] = peer[0]  # an access before any cluster barrier
+    ac.cluster_sync()
+
+
+def test_a_view_access_before_the_first_cluster_barrier_is_the_dsmem_error():
+    with pytest.raises(ac.sim.SimulatorError, match=r"map_shared_rank: CTA \d \(block \(\d,0,0\)\) "
+                       r"accesses the shared memory of CTA \d \(block \(\d,0,0\)\) before waiting on "
+                       r"any cluster barrier"):
+        view_access_before_any_cluster_barrier[2, 1](np.zeros(2, np.int32))
+
+
 @cuda.jit
 def dsmem_before_any_cluster_barrier(out):
     ac.cluster_dims(2)
