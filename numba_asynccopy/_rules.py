@@ -175,6 +175,12 @@ barrier_unfenced = _rule(
     "the async proxy: after mbarrier_init, the initialising thread calls fence_proxy_async("
     "\"shared::cta\") (fence_mbarrier_init() for a barrier other CTAs use too), then "
     "cuda.syncthreads(), before the first copy that completes on it")
+barrier_unfenced_cluster = _rule(
+    "barrier_unfenced_cluster",
+    "{barrier} is used by CTA {user} ({use}) but its initialisation is not "
+    "visible to that CTA: {why}. After mbarrier_init, the initialising thread calls "
+    "fence_mbarrier_init(), then the cluster synchronizes (cluster_sync(), or cluster_arrive() + "
+    "cluster_wait()) before another CTA uses the barrier")
 
 # Pipelines (ac.pipeline): where a message points, and the protocol's rules.
 pipeline_where = _rule("pipeline_where", "slot {slot} (step {step}, phase {phase}) of a {pipeline}")

@@ -569,9 +569,13 @@ def _remote_barrier(api: str, bar: np.ndarray, rank, name: str = "cta_rank"):
         raise rt.violation(api, _rules.not_aligned(name="bar", align=8,
                                                    addr=f"0x{rt.address(bar):x}"))
     owner = _rank(api, name, rank, cl)
-    _cs(cl).record(api, me, th, owner)
+    st = _cs(cl)
+    st.record(api, me, th, owner)
     oblk = _block_state(cl, owner)
     ob = rt.barrier_of(api, oblk, _mapped(bar, key, off, owner))
+    from . import mbarrier as _mb  # it imports this module
+
+    _mb._check_cluster_fenced(api, ob, cl, owner, me, st.waited.get(me, 0))
     return th, oblk, ob, owner, me
 
 

@@ -38,7 +38,7 @@ def fence_mbarrier_init():
     rt.validate(_dev.fence_mbarrier_init)
     th, blk = rt.current("fence_mbarrier_init")
     with blk.cond:
-        _mb._fence_inits(th, blk)
+        _mb._fence_inits(th, blk, cluster=True)
 
 
 @mirrors(_dev.fence_acq_rel_cluster, "no-op.")

@@ -66,11 +66,37 @@ def _check_init_fenced(api: str, b: rt.Barrier) -> None:
         raise rt.violation(api, _rules.barrier_unfenced(barrier=b.name(), use=api))
 
 
-def _fence_inits(th: rt.ThreadState, blk: rt.BlockState) -> None:
-    """A fence by this thread orders every mbarrier_init it did before."""
+def _fence_inits(th: rt.ThreadState, blk: rt.BlockState, cluster: bool = False) -> None:
+    """A fence by this thread orders every mbarrier_init it did before;
+    ``fence_mbarrier_init`` (``cluster``) also releases them to the cluster,
+    for the CTAs that wait on a cluster barrier after it (the generation
+    being collected now is recorded)."""
+    gen = getattr(getattr(blk, "cluster", None), "cbar_gen", 0)
     for b in blk.barriers.values():
         if getattr(b, "init_by", None) is th:
             b.fenced = True
+            if cluster and getattr(b, "cluster_fence_gen", -1) is None:
+                b.cluster_fence_gen = gen
+
+
+def _check_cluster_fenced(api: str, b: rt.Barrier, cl, owner: tuple, me: tuple,
+                          waited: int) -> None:
+    """CTA ``me`` may use CTA ``owner``'s barrier ``b`` only after the
+    initialising thread's fence_mbarrier_init and a cluster barrier that
+    ``me`` waited on after it (``waited``: one past the highest cluster
+    barrier generation ``me`` completed)."""
+    gen = getattr(b, "cluster_fence_gen", -1)  # -1: not initialised here (not tracked)
+    if owner == me or gen == -1:
+        return
+    if gen is None:
+        why = "its initialising thread has not called fence_mbarrier_init() since mbarrier_init"
+    elif waited <= gen:
+        why = (f"CTA {cl.rank_of(me)} has not waited on a cluster barrier since that thread's "
+               "fence_mbarrier_init()")
+    else:
+        return
+    raise rt.violation(api, _rules.barrier_unfenced_cluster(
+        barrier=b.name(), user=cl.rank_of(me), use=api, why=why))
 
 
 @mirrors(_dev.mbarrier_init,
@@ -82,7 +108,7 @@ def mbarrier_init(bar, count):
     th, blk = rt.current("mbarrier_init")
     with blk.cond:
         bb = rt.barrier_of("mbarrier_init", blk, b, init_count=int(n))
-        bb.init_by, bb.fenced = th, False
+        bb.init_by, bb.fenced, bb.cluster_fence_gen = th, False, None
         b[0] = 0  # the barrier word: phase 0 (its value is opaque on the GPU)
         blk.changed()
 

@@ -164,6 +164,15 @@ PINNED: dict[str, list[tuple[dict, str]]] = {
          "read it (cp_async_bulk_s2g issued at k.py:8): call bulk_wait_group(n, read=True) "
          "before copying into it"),
     ],
+    "barrier_unfenced_cluster": [
+        (dict(barrier="the barrier (bars, byte offset 0, in CTA 0)", user=1, use="mbarrier_arrive",
+              why="its initialising thread has not called fence_mbarrier_init() since mbarrier_init"),
+         "the barrier (bars, byte offset 0, in CTA 0) is used by CTA 1 (mbarrier_arrive) but its "
+         "initialisation is not visible to that CTA: its initialising thread has not called "
+         "fence_mbarrier_init() since mbarrier_init. After mbarrier_init, the initialising thread "
+         "calls fence_mbarrier_init(), then the cluster synchronizes (cluster_sync(), or "
+         "cluster_arrive() + cluster_wait()) before another CTA uses the barrier"),
+    ],
     "barrier_unfenced": [
         (dict(barrier="the barrier (bars, byte offset 0)", use="cp_async_bulk_g2s"),
          "the barrier (bars, byte offset 0) is used by the async proxy (cp_async_bulk_g2s) but "

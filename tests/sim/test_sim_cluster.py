@@ -442,3 +442,54 @@ def k(out, n):
     text = str(e.value)
     assert "numba_asynccopy simulator: " + message in text, text
     assert "[block (0,0,0) thread (0,0,0)]" in text, text
+
+
+# --- a barrier another CTA uses: fence_mbarrier_init, then a cluster barrier ---------------
+
+
+def make_remote_arrive(fence_at: str):
+    """Each CTA's thread 0 arrives on its own barrier and on the peer's.
+    ``fence_at``: "init" (the README's rule: init, fence_mbarrier_init,
+    cluster_sync), "none" (no fence), "late" (the fence after the cluster_sync
+    the peer waited on)."""
+    @cuda.jit
+    def k(out):
+        ac.cluster_dims(2)
+        bar = cuda.shared.array(1, np.uint64)
+        rank = ac.cluster_cta_rank()
+        if cuda.threadIdx.x == 0:
+            ac.mbarrier_init(bar, 2)  # its own arrival and the peer's
+            if fence_at == "init":
+                ac.fence_mbarrier_init()
+        ac.cluster_sync()
+        if cuda.threadIdx.x == 0:
+            if fence_at == "late":
+                ac.fence_mbarrier_init()
+            ac.mbarrier_arrive(bar, cta_rank=1 - rank)
+            ac.mbarrier_arrive(bar)
+            ac.mbarrier_wait_parity(bar, 0)
+            out[cuda.blockIdx.x] = 1
+        ac.cluster_sync()
+
+    return k
+
+
+def test_a_barrier_fenced_for_the_cluster_is_used_by_the_peer():
+    out = np.zeros(2, np.int32)
+    make_remote_arrive("init")[2, 32](out)
+    np.testing.assert_array_equal(out, [1, 1])
+
+
+@pytest.mark.parametrize("fence_at", ["none", "late"])
+def test_a_barrier_another_cta_uses_needs_fence_mbarrier_init_then_a_cluster_barrier(fence_at):
+    with pytest.raises(ac.sim.SimulatorError) as e:
+        make_remote_arrive(fence_at)[2, 32](np.zeros(2, np.int32))
+    msg = str(e.value)
+    assert "mbarrier_arrive: the barrier" in msg and "is used by CTA" in msg, msg
+    assert "(mbarrier_arrive) but its initialisation is not visible to that CTA: " in msg, msg
+    why = ("its initialising thread has not called fence_mbarrier_init() since mbarrier_init",
+           "has not waited on a cluster barrier since that thread's fence_mbarrier_init()")
+    # "late": the peer may arrive before or after the owner's late fence
+    assert why[0] in msg if fence_at == "none" else any(w in msg for w in why), msg
+    assert msg.count("After mbarrier_init, the initialising thread calls fence_mbarrier_init(), "
+                     "then the cluster synchronizes") == 1, msg
