@@ -3,12 +3,10 @@ never unrolled)."""
 
 from __future__ import annotations
 
+from .. import pragma as _dev
+from ._mirror import mirrors
 
-def pragma_nounroll() -> None:
-    """``ac.pragma_nounroll()`` in the simulator: does nothing.
 
-    Example::
-
-        for t in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
-            ac.pragma_nounroll()
-    """
+@mirrors(_dev.pragma_nounroll, "does nothing: a simulated loop is never unrolled.")
+def pragma_nounroll():
+    pass

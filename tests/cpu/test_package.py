@@ -63,7 +63,16 @@ def test_flavours_follow_numba_cudas_extras_and_ci_tests_both():
     assert not any("cu1" in d for d in extras["testing"])
     ci = (ROOT / ".ci" / "run").read_text()
     assert "make test\n" in ci and "make test-cu12" in ci
-    assert "tests/cpu" in (ROOT / "Makefile").read_text().split("test-cu12: ")[1].split("\n\n")[0]
+    make = (ROOT / "Makefile").read_text()
+
+    def recipe(target: str) -> str:
+        return make.split(f"\n{target}:")[1].split("\n\n")[0]
+
+    # test-cu12 is the CPU layer in the cu12 flavour's venv
+    assert "FLAVOUR=cu12 test-cpu" in recipe("test-cu12")
+    assert "tests/cpu" in recipe("test-cpu")
+    assert ".venv-cu12" in make.split("ifeq ($(FLAVOUR),cu12)")[1].split("else")[0] or \
+        ".venv-cu12" in make.split("else ifeq ($(FLAVOUR),cu12)")[1].split("else")[0]
 
 
 @pytest.mark.skipif(os.environ.get("NUMBA_ENABLE_CUDASIM") == "1", reason="real target only")
