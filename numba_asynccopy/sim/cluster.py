@@ -352,18 +352,31 @@ def _wait(api: str) -> None:
          "that wait on this phase (what dsmem_load reads); ``'relaxed'`` publishes nothing.")
 def cluster_arrive(sem="release", *, aligned=False):
     rt.validate(_dev.cluster_arrive, sem, aligned=aligned)
+    _aligned("cluster_arrive", aligned, "barrier.cluster.arrive.aligned")
     _arrive("cluster_arrive", sem)
+
+
+def _aligned(api: str, aligned, instr: str) -> None:
+    """``.aligned``: every lane of the warp executes this same instruction
+    (the warp meets here; a lane elsewhere is an error, a lane that never
+    comes a DeadlockError naming it)."""
+    if aligned:
+        from .fence import _converge  # it imports this module
+
+        _converge(api, instr, 0xFFFFFFFF, same_site=True)
 
 
 @mirrors(_dev.cluster_wait, "raises ``DeadlockError`` when the phase can never complete.")
 def cluster_wait(*, aligned=False):
     rt.validate(_dev.cluster_wait, aligned=aligned)
+    _aligned("cluster_wait", aligned, "barrier.cluster.wait.aligned")
     _wait("cluster_wait")
 
 
 @mirrors(_dev.cluster_sync)
 def cluster_sync(*, aligned=False):
     rt.validate(_dev.cluster_sync, aligned=aligned)
+    _aligned("cluster_sync", aligned, "barrier.cluster.arrive.aligned")
     _arrive("cluster_sync", "release")
     _wait("cluster_sync")
 

@@ -84,10 +84,12 @@ def elect_sync(mask=0xFFFFFFFF):
     return lane == leader
 
 
-def _converge(api: str, instr: str, mask) -> tuple[int, int]:
+def _converge(api: str, instr: str, mask, same_site: bool = False) -> tuple[int, int]:
     """Every lane of ``mask`` (that exists and has not exited) meets at this
     ``instr`` (``elect.sync``, ``bar.warp.sync``) before any goes on; returns
-    (this lane, the lowest lane that came)."""
+    (this lane, the lowest lane that came).  ``same_site``: the lanes must
+    execute the same instruction (an ``.aligned`` form), not just the same
+    kind."""
     line = rt.caller_line()
     th, blk = rt.current(api)
     m = int(mask) & 0xFFFFFFFF
@@ -108,6 +110,13 @@ def _converge(api: str, instr: str, mask) -> tuple[int, int]:
                     f"at {other.line}: every lane of a membermask must execute the same {instr} "
                     "with the same mask")
         e = open_.get(m)
+        if e is not None and same_site and e.line != line:
+            waiting = [k for k in range(32) if (e.arrived >> k) & 1]
+            raise rt.violation(
+                api, f"lane {lane} executes {instr} at {line} while lanes {waiting} of its warp "
+                f"wait in the {instr} at {e.line}: an .aligned instruction must be executed by "
+                "every thread of the warp at the same place (uniform control flow), or drop "
+                "aligned=True")
         if e is None:
             e = open_[m] = _Election(m, line)
         e.arrived |= 1 << lane

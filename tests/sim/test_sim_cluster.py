@@ -493,3 +493,32 @@ def test_a_barrier_another_cta_uses_needs_fence_mbarrier_init_then_a_cluster_bar
     assert why[0] in msg if fence_at == "none" else any(w in msg for w in why), msg
     assert msg.count("After mbarrier_init, the initialising thread calls fence_mbarrier_init(), "
                      "then the cluster synchronizes") == 1, msg
+
+
+# --- .aligned: every lane of the warp at the same instruction ------------------------------
+
+
+@cuda.jit
+def aligned_sync(out, split):
+    ac.cluster_dims(2)
+    tid = cuda.threadIdx.x
+    if split and tid < 16:
+        ac.cluster_sync(aligned=True)
+    else:
+        ac.cluster_sync(aligned=True)
+    out[cuda.blockIdx.x, tid] = tid
+
+
+def test_an_aligned_cluster_sync_in_uniform_code_runs():
+    out = np.zeros((2, 64), np.int32)
+    aligned_sync[2, 64](out, False)
+    np.testing.assert_array_equal(out, np.tile(np.arange(64), (2, 1)))
+
+
+def test_an_aligned_cluster_sync_split_across_two_places_is_an_error():
+    with pytest.raises(ac.sim.SimulatorError) as e:
+        aligned_sync[2, 64](np.zeros((2, 64), np.int32), True)
+    msg = str(e.value)
+    assert "cluster_sync: lane " in msg and "executes barrier.cluster.arrive.aligned at " in msg, msg
+    assert ("an .aligned instruction must be executed by every thread of the warp at the same "
+            "place (uniform control flow), or drop aligned=True") in msg, msg
