@@ -477,8 +477,8 @@ def dsmem_atomic_add(view, rank, index, value):
         return old
 
 
-@mirrors(_dev.map_shared_rank, "a numpy view of CTA ``rank``'s memory; accesses through it are "
-         "not checked for ordering.")
+@mirrors(_dev.map_shared_rank, "a :class:`RemoteView` of CTA ``rank``'s memory: element reads "
+         "and writes through it follow ``dsmem_load``'s and ``dsmem_store``'s rules.")
 def map_shared_rank(view, rank):
     api = "map_shared_rank"
     (v, r), _ = rt.validate(_dev.map_shared_rank, view, rank)
