@@ -78,9 +78,10 @@ def _successors(block: ir.Block) -> list[ir.Block]:
     return out
 
 
-def _dominators(entry: ir.Block, blocks: list[ir.Block], succ: dict) -> dict:
-    """Immediate dominators (Cooper, Harvey and Kennedy's iteration over the
-    reverse postorder); blocks unreachable from the entry are left out."""
+def _dominators(entry: ir.Block, succ: dict) -> tuple[dict, dict]:
+    """(immediate dominators, predecessors) of the blocks reachable from
+    ``entry`` (Cooper, Harvey and Kennedy's iteration over the reverse
+    postorder); unreachable blocks are left out of both."""
     order, seen = [], set()
     stack = [(entry, iter(succ[entry]))]
     seen.add(entry)
@@ -138,7 +139,7 @@ def _loops(fn: ir.Function) -> list[tuple[ir.Block, set, list]]:
     """(header, body, latches) of every natural loop of ``fn``."""
     blocks = list(fn.blocks)
     succ = {b: _successors(b) for b in blocks}
-    idom, preds = _dominators(blocks[0], blocks, succ)
+    idom, preds = _dominators(blocks[0], succ)
     latches: dict = {}
     for u in idom:
         for h in succ[u]:

@@ -440,17 +440,22 @@ def dsmem_load(view, rank, index):
         return val
 
 
-def _note_own_write(st, me, owner, key, v, off, idx) -> None:
-    """This CTA sees its own DSMEM write (same thread order)."""
+def _note_written(st, me, owner, key, offsets, itemsize: int) -> None:
+    """This CTA sees its own DSMEM writes (same thread order): the elements
+    at byte ``offsets`` of allocation ``key`` in CTA ``owner``."""
     if owner == me:
         return
     now = _nbsim.shared_counterpart(key, owner).view(np.uint8).reshape(-1)
     view = st.views.setdefault((me, owner), {})
     seen = view.get(key)
-    if seen is None:  # nothing of that array published yet: only this element is known
+    if seen is None:  # nothing of that array published yet: only these elements are known
         seen = view[key] = np.full(now.size, rt.POISON_BYTE, np.uint8)
-    o = _elem_offset(v, off, idx)
-    seen[o:o + v.itemsize] = now[o:o + v.itemsize]
+    for o in offsets:
+        seen[o:o + itemsize] = now[o:o + itemsize]
+
+
+def _note_own_write(st, me, owner, key, v, off, idx) -> None:
+    _note_written(st, me, owner, key, [_elem_offset(v, off, idx)], v.itemsize)
 
 
 @mirrors(_dev.dsmem_store)
@@ -519,7 +524,7 @@ class RemoteView(np.ndarray):
         element ``self[idx]``."""
         t = idx if isinstance(idx, tuple) else (idx,)
         t = tuple(int(i) % n for i, n in zip(t, self.shape))
-        return rt.address(self) - self._ac_remote[2] + sum(i * s for i, s in zip(t, self.strides)), t
+        return _elem_offset(self, rt.address(self) - self._ac_remote[2], t), t
 
     def __getitem__(self, idx):
         ctx = self._ac_remote
@@ -559,13 +564,7 @@ class RemoteView(np.ndarray):
                 grid = np.indices(sub.shape).reshape(sub.ndim, -1)
                 offs = (rt.address(sub) - base
                         + (np.array(sub.strides)[:, None] * grid).sum(0)).tolist()
-            now = _nbsim.shared_counterpart(key, owner).view(np.uint8).reshape(-1)
-            view = st.views.setdefault((me, owner), {})
-            seen = view.get(key)
-            if seen is None:  # nothing of that array published yet: only these elements are known
-                seen = view[key] = np.full(now.size, rt.POISON_BYTE, np.uint8)
-            for o in offs:
-                seen[o:o + self.itemsize] = now[o:o + self.itemsize]
+            _note_written(st, me, owner, key, offs, self.itemsize)
 
 
 # --- mbarrier operations on another CTA --------------------------------------------------
