@@ -179,3 +179,11 @@ def test_the_plugin_names_are_the_packages():
 def test_the_entry_point_is_declared():
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert data["project"]["entry-points"]["pytest11"] == {"numba_asynccopy_pytest": "numba_asynccopy_pytest"}
+
+
+def test_the_testing_page_includes_the_sample_project_and_lists_every_option():
+    page = (ROOT / "docs" / "testing.md").read_text()
+    for f in ("user_project/test_scale_kernel.py", "user_project/pytest.ini"):
+        assert f"```{{literalinclude}} ../tests/{f}" in page and (ROOT / "tests" / f).is_file()
+    for opt, ini, _ in plugin._OPTIONS:
+        assert f"| `{opt}` | `{ini}` |" in page, opt
