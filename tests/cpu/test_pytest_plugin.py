@@ -8,7 +8,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import tomllib
 
 import pytest
 
@@ -177,6 +176,7 @@ def test_the_plugin_names_are_the_packages():
 
 
 def test_the_entry_point_is_declared():
+    tomllib = pytest.importorskip("tomllib")
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert data["project"]["entry-points"]["pytest11"] == {"numba_asynccopy_pytest": "numba_asynccopy_pytest"}
 
