@@ -15,6 +15,9 @@ pytestmark = [pytest.mark.gpu, pytest.mark.traps,
               skip_on_sim("runs the sample project in its own pytest processes, GPU side included")]
 
 
+# child processes: the simulator, four fresh GPU/simulator processes, three
+# compute-sanitizer runs (more than `make gpu-test`'s 300 s per test)
+@pytest.mark.timeout(1200)
 def test_the_sample_project_on_the_gpu(tmp_path):
     import numba_asynccopy_pytest as plugin
 
