@@ -20,6 +20,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 SIM = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 
+# a user's project, run by tests/cpu/test_pytest_plugin.py and
+# tests/gpu/test_pytest_plugin_gpu.py in its own pytest process
+collect_ignore = ["user_project"]
+
+# the package's own pytest plugin (tests/test_plugin_pairs.py uses it):
+# its entry point loads it where the package is installed; this loads it
+# where the tree runs from PYTHONPATH
+pytest_plugins = ["numba_asynccopy_pytest"]
+
 
 def skip_on_sim(reason: str) -> pytest.MarkDecorator:
     """Mark what cannot run in the CUDA simulator, with the reason: a test

@@ -6,7 +6,6 @@ every run), so gigabyte buffers get fresh random data in milliseconds.
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Callable
 
@@ -130,29 +129,9 @@ def nans(a) -> int:
 
 
 def bench(fn, *, reps: int, warmup: int, min_batch_ms: float = 2.0) -> list[float]:
-    """Per-call times (ms) of ``fn`` over ``reps`` timed batches, CUDA events.
+    """Per-call times (ms) of ``fn`` over ``reps`` timed batches, CUDA events
+    (:func:`numba_asynccopy.testing.event_times`, the package's one timing
+    loop: a batch of about ``min_batch_ms`` after one untimed call)."""
+    from ..testing.bench import event_times
 
-    Each batch is preceded by one untimed call, so the GPU is busy while the
-    host enqueues the timed launches (no launch gap inside the timing); a
-    batch holds enough calls to last about ``min_batch_ms``.
-    """
-    for _ in range(warmup):
-        fn()
-    cuda.synchronize()
-    start, stop = cuda.event(), cuda.event()
-    start.record()
-    fn()
-    stop.record()
-    stop.synchronize()
-    est = cuda.event_elapsed_time(start, stop)
-    batch = max(1, min(64, math.ceil(min_batch_ms / max(est, 1e-3))))
-    times = []
-    for _ in range(reps):
-        fn()
-        start.record()
-        for _ in range(batch):
-            fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cuda.event_elapsed_time(start, stop) / batch)
-    return times
+    return event_times(fn, reps=reps, warmup=warmup, min_batch_ms=min_batch_ms)

@@ -189,20 +189,12 @@ def build_rows(results: dict[str, Measurement], comps: list[Comparison]) -> list
 
 
 def format_table(rows: list[Row]) -> str:
+    from ..testing.bench import format_rows
+
     head = ["benchmark", "figure", "ms", "work", "peer", "peer figure", "ratio", "target", "verdict"]
     body = [[r.benchmark, r.figure, r.ms, r.work, r.peer, r.peer_figure,
              "-" if r.ratio is None else f"{r.ratio:.3f}", r.target, r.verdict] for r in rows]
-    widths = [max(len(x) for x in col) for col in zip(head, *body)]
-    widths[-1] = min(widths[-1], 90)
-    widths[4] = min(widths[4], 44)
-
-    def line(cells):
-        cells = [c if len(c) <= w else c[:w - 1] + "~" for c, w in zip(cells, widths)]
-        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
-
-    out = [line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-    out += [line(b) for b in body]
-    return "\n".join(out)
+    return format_rows(head, body, max_widths={len(head) - 1: 90, 4: 44})
 
 
 def write_json(path: Path, info: dict, results: dict[str, Measurement], rows: list[Row],
