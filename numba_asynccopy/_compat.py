@@ -107,6 +107,9 @@ def intrinsic(fn: Callable) -> Any:
     )
     llc = _LiteralFirstIntrinsic(fn.__name__, typer, target="cuda")
     llc._register()
+    # what inspect.signature, help() and the docs show: the call a kernel
+    # writes, without ``typingctx``, keyword-only markers kept
+    llc.__signature__ = pysig.replace(parameters=params)
     return llc
 
 
