@@ -246,7 +246,8 @@ def checks_table() -> str:
 
 
 def write_readme_table(path: str) -> bool:
-    """Rewrite the checked-mode table between the README's markers; True if it changed."""
+    """Rewrite the checked-mode table between the markers of the page at
+    ``path`` (``docs/tutorial/checked-mode.md``); True if it changed."""
     begin, end = "<!-- checked-table:begin -->\n", "\n<!-- checked-table:end -->"
     with open(path) as f:
         text = f.read()
