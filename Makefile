@@ -45,9 +45,14 @@ test: $(STAMP)
 	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -ra -q --durations=15 tests/sim tests/gpu
 
 # The documentation site (Sphinx + MyST + autodoc; docs/conf.py), warnings as
-# errors, into docs/_build/html; the API reference is generated while it builds
+# errors, into docs/_build/html; the API reference is generated while it builds.
+# First every ```python block of README.md and docs/ runs in the simulator
+# (tests/docs): a failing example fails the build (DOCS_EXAMPLES=0 skips that,
+# for CI, whose `make test` has just run them).
+DOCS_EXAMPLES ?= 1
 .PHONY: docs
 docs: $(STAMP)
+	$(if $(filter 1,$(DOCS_EXAMPLES)),$(PY) -m pytest -q -p no:cacheprovider tests/docs)
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 	@echo "docs built: docs/_build/html/index.html"
 
