@@ -73,6 +73,12 @@ readme-table: $(STAMP)
 	$(PY) -c 'from numba_asynccopy._forms import write_readme_table as w; print("feature table", "rewritten" if w("$(FEATURE_TABLE_PAGE)") else "up to date")'
 	$(PY) -c 'from numba_asynccopy.checked import write_readme_table as w; print("checked-mode table", "rewritten" if w("$(CHECKED_TABLE_PAGE)") else "up to date")'
 
+# the type stub of the public API (numba_asynccopy/__init__.pyi; a CPU test
+# fails when it is stale)
+.PHONY: stubs
+stubs: $(STAMP)
+	$(PY) -m numba_asynccopy._stubs
+
 # --- on a machine with a GPU (docs/running-tests.md) -----------------------
 # Uses the machine's python3 and packages plus any wheels placed in .whl.
 DEVICE_ENV := PYTHONPATH=/tmp/site:$(CURDIR) PYTHONUNBUFFERED=1

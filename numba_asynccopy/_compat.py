@@ -164,6 +164,11 @@ class _LiteralFirstIntrinsic(_Intrinsic):
     def __init__(self, name, defn, prefer_literal=True, **kwargs):
         super().__init__(name, defn, prefer_literal=True, **kwargs)
 
+    def __get__(self, obj, objtype=None):
+        # a (non-data) descriptor that binds nothing: help() and pydoc then
+        # document a device function as a routine, with its signature
+        return self
+
     def _register(self):
         template = make_intrinsic_template(self, self._defn, self._name, prefer_literal=True,
                                            kwargs=self._ctor_kwargs)

@@ -91,7 +91,15 @@ MAX_BOX_BYTES = 232448
 class TensorMapTypeError(TypeError, ValueError):
     """A ``TensorMap`` argument of the wrong type (``swizzle=32.0``,
     ``box=8``): a ``TypeError``, and a ``ValueError`` like every other
-    ``TensorMap`` validation error, so ``except ValueError`` catches all."""
+    ``TensorMap`` validation error, so ``except ValueError`` catches all.
+
+    Example::
+
+        try:
+            ac.TensorMap(a, (64, 32), swizzle=32.0)
+        except ac.TensorMapTypeError as e:
+            print(e)
+    """
 
 
 def _fail(field: str, rule: str) -> NoReturn:
