@@ -12,7 +12,7 @@ What reads it:
   NVVM emits, once, by the intrinsic machinery (``_compat.intrinsic``);
 - the per-row CPU tests (compile ``example`` at ``min_sm``, find the opcode
   and map it back to the row, expect the named error one target lower);
-- the simulator's family dispatch, ``__all__`` and the README feature table
+- the simulator's family dispatch, ``__all__`` and the docs' feature table
   (``make readme-table``);
 - ``ac.inspect``, which maps PTX instructions back to rows by expanding the
   qualifier sets (no regular expressions over the syntax).
