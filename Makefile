@@ -47,12 +47,12 @@ test: $(STAMP)
 # The documentation site (Sphinx + MyST + autodoc; docs/conf.py), warnings as
 # errors, into docs/_build/html; the API reference is generated while it builds.
 # First every ```python block of README.md and docs/ runs in the simulator
-# (tests/docs): a failing example fails the build (DOCS_EXAMPLES=0 skips that,
+# (tests/docs/test_doc_examples.py): a failing example fails the build (DOCS_EXAMPLES=0 skips that,
 # for CI, whose `make test` has just run them).
 DOCS_EXAMPLES ?= 1
 .PHONY: docs
 docs: $(STAMP)
-	$(if $(filter 1,$(DOCS_EXAMPLES)),$(PY) -m pytest -q -p no:cacheprovider tests/docs)
+	$(if $(filter 1,$(DOCS_EXAMPLES)),$(PY) -m pytest -q -p no:cacheprovider tests/docs/test_doc_examples.py)
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 	@echo "docs built: docs/_build/html/index.html"
 
