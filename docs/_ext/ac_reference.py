@@ -153,6 +153,10 @@ def write_pages(outdir: str) -> list[str]:
                              "(see {doc}`../../reference/features`).")
             body += [f"## `{name}`", "", "```{eval-rst}", directive, "```", ""]
             documented.append(name)
+        if key == "interop":  # the torch.library bridge (imports torch only when called)
+            body += ["## `numba_asynccopy.torch`", "", "```{eval-rst}",
+                     ".. autofunction:: numba_asynccopy.torch.custom_op", "",
+                     ".. autoclass:: numba_asynccopy.torch.LaunchRule", "```", ""]
         files[f"{n + j:02d}-{key}.md"] = "\n".join(body)
     body = ["# The simulator (`ac.sim`)", "", "```{eval-rst}", ".. automodule:: numba_asynccopy.sim",
             "   :members: " + ", ".join(n for n in ac.sim.__all__ if callable(getattr(ac.sim, n))),
