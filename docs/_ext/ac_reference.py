@@ -163,6 +163,16 @@ def write_pages(outdir: str) -> list[str]:
             "```", ""]
     documented.append("sim")
     files[f"{n + len(HOST):02d}-sim.md"] = "\n".join(body)
+    try:  # the helpers for users' tests, where this build has them
+        import numba_asynccopy.testing as testing
+    except ImportError:
+        testing = None
+    if testing is not None:
+        members = [m for m in getattr(testing, "__all__", []) if callable(getattr(testing, m))]
+        body = ["# Testing helpers (`numba_asynccopy.testing`)", "", "```{eval-rst}",
+                ".. automodule:: numba_asynccopy.testing", "   :members: " + ", ".join(members),
+                "```", ""]
+        files[f"{n + len(HOST) + 1:02d}-testing.md"] = "\n".join(body)
     missing = sorted(set(ac.__all__) - set(documented))
     if missing:
         raise RuntimeError(f"the API reference leaves out public names: {missing}")
