@@ -44,6 +44,18 @@ test: $(STAMP)
 	$(PY) -m pytest -ra -q
 	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -ra -q --durations=15 tests/sim tests/gpu
 
+# The documentation site (Sphinx + MyST + autodoc; docs/conf.py), warnings as
+# errors, into docs/_build/html; the API reference is generated while it builds.
+# First every ```python block of README.md and docs/ runs in the simulator
+# (tests/docs/test_doc_examples.py): a failing example fails the build (DOCS_EXAMPLES=0 skips that,
+# for CI, whose `make test` has just run them).
+DOCS_EXAMPLES ?= 1
+.PHONY: docs
+docs: $(STAMP)
+	$(if $(filter 1,$(DOCS_EXAMPLES)),$(PY) -m pytest -q -p no:cacheprovider tests/docs/test_doc_examples.py)
+	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
+	@echo "docs built: docs/_build/html/index.html"
+
 test-cpu: $(STAMP)
 	$(PY) -m pytest -ra -q tests/cpu
 
@@ -53,14 +65,22 @@ test-cpu: $(STAMP)
 test-cu12:
 	$(MAKE) --no-print-directory FLAVOUR=cu12 test-cpu
 
-# the README's feature table (from the registry of PTX forms) and checked-mode
+# the docs' feature table (from the registry of PTX forms) and checked-mode
 # table (from the checks' declarations)
+FEATURE_TABLE_PAGE := docs/reference/features.md
+CHECKED_TABLE_PAGE := docs/tutorial/checked-mode.md
 readme-table: $(STAMP)
-	$(PY) -c 'from numba_asynccopy._forms import write_readme_table as w; print("README feature table", "rewritten" if w("README.md") else "up to date")'
-	$(PY) -c 'from numba_asynccopy.checked import write_readme_table as w; print("README checked-mode table", "rewritten" if w("README.md") else "up to date")'
+	$(PY) -c 'from numba_asynccopy._forms import write_readme_table as w; print("feature table", "rewritten" if w("$(FEATURE_TABLE_PAGE)") else "up to date")'
+	$(PY) -c 'from numba_asynccopy.checked import write_readme_table as w; print("checked-mode table", "rewritten" if w("$(CHECKED_TABLE_PAGE)") else "up to date")'
 
-# --- on the device machine (see README, "Development") -------------------
-# Uses the machine's python3 and packages plus the wheels carried in .whl.
+# the type stub of the public API (numba_asynccopy/__init__.pyi; a CPU test
+# fails when it is stale)
+.PHONY: stubs
+stubs: $(STAMP)
+	$(PY) -m numba_asynccopy._stubs
+
+# --- on a machine with a GPU (docs/running-tests.md) -----------------------
+# Uses the machine's python3 and packages plus any wheels placed in .whl.
 DEVICE_ENV := PYTHONPATH=/tmp/site:$(CURDIR) PYTHONUNBUFFERED=1
 DEVICE_PY := $(DEVICE_ENV) python3
 
@@ -122,8 +142,7 @@ gpu-test-cu12: $(CU12_VENV)/.installed
 	$(CU12_PY) -m numba_asynccopy
 	$(CU12_PY) -m pytest -ra -q -p no:cacheprovider tests/gpu --timeout=300
 
-# Optional, in a second call on the same warm machine (one carry holds at
-# most 64 MiB): nvJitLink 12 (38 MiB), which numba-cuda[cu12] users have;
+# Optional: nvJitLink 12 (38 MiB, in .whl-cu12-jitlink), which numba-cuda[cu12] users have;
 # numba-cuda then links (and assembles the PTX) with it instead of the driver.
 gpu-cu12-jitlink: $(CU12_VENV)/.installed
 	python3 -m pip install -q --no-index --no-deps --no-compile --upgrade \
@@ -140,15 +159,15 @@ bench: /tmp/site/.installed
 bench-quick: /tmp/site/.installed
 	$(DEVICE_PY) -m numba_asynccopy.bench --quick --out $(BENCH_OUT)-quick $(BENCH_ARGS)
 
-# Here: fetch the wheels the device machine lacks (numpy < 2.5).
+# On any machine: fetch the wheels a GPU machine with a newer numpy lacks (numpy < 2.5).
 device-wheels:
 	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
 	  --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
 	  -d .whl "numpy==2.4.*"
 
-# Here: the CUDA 12 wheels the device lacks for the cu12 flavour (NVVM and
-# ptxas 12.9, cuda-bindings 12) plus numpy < 2.5: 62 MiB, under the 64 MiB
-# carry limit.  Left out (the device has them or does not need them):
+# On any machine: the CUDA 12 wheels a GPU machine needs for the cu12 flavour
+# (NVVM and ptxas 12.9, cuda-bindings 12) plus numpy < 2.5: 62 MiB.  Left out
+# (a GPU machine with a CUDA toolkit has them, or does not need them):
 # nvidia-cuda-nvrtc-cu12 (85 MiB, C++ sources only), nvidia-nvjitlink-cu12
 # (38 MiB: without it numba-cuda links with the driver, which driver 580
 # does for PTX 8.8), nvidia-cuda-runtime-cu12, nvidia-cuda-cccl-cu12.

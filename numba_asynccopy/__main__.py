@@ -2,9 +2,12 @@
 
 With a GPU: runs the examples of TVM TIRx's async-copy documentation (the
 cluster bulk copy on sm_90), checks them against numpy and prints the
-bandwidth of a staged cp.async copy.  Without one: compiles the same
-kernels, lists the asynchronous instructions each emits, assembles them with
-ptxas and says that no GPU was found.
+bandwidth of a staged cp.async copy.  In the simulator
+(``NUMBA_ENABLE_CUDASIM=1``): runs the same kernels there, the cluster copy
+included, and checks them against numpy (no timing).  Without either:
+compiles the same kernels, lists the asynchronous instructions each emits,
+assembles them with ptxas and says that no GPU was found.  Each mode ends
+by saying what to try next.
 """
 
 from __future__ import annotations
@@ -118,6 +121,61 @@ def _run_gpu(kernels) -> int:
     return failures
 
 
+def _run_sim() -> int:
+    """The examples in numba-cuda's simulator: results against numpy."""
+    from numba import cuda
+
+    from .examples import seeds
+    from .examples.cluster import cluster_copy
+    from .examples.staged_copy import make_staged_copy, tile_words
+
+    rng = np.random.default_rng()
+    failures = 0
+    print("numba-asynccopy demo: running the examples in the CUDA simulator "
+          "(NUMBA_ENABLE_CUDASIM=1, worst-case schedule); results are checked, not timed.")
+    for name, (fn, _sig, (grid, block)) in seeds.SEEDS.items():
+        inputs, expected = seeds.reference(name, rng)
+        d_out = cuda.to_device(np.full_like(expected, 0x5A if expected.dtype == np.uint8 else 7))
+        args = [cuda.to_device(x) if isinstance(x, np.ndarray) else x for x in inputs]
+        cuda.jit(fn)[grid, block](args[0], d_out, *args[1:])
+        ok = np.array_equal(d_out.copy_to_host(), expected)
+        failures += not ok
+        print(f"  {name:12s} {'matches numpy' if ok else 'MISMATCH'}")
+    a = rng.integers(0, 2**32, 64, dtype=np.uint32)
+    d_out = cuda.to_device(np.full(64, 0xA5A5A5A5, np.uint32))
+    cuda.jit(cluster_copy)[2, 1](cuda.to_device(a), d_out)  # one cluster of 2 CTAs
+    ok = np.array_equal(d_out.copy_to_host(), a)
+    failures += not ok
+    print(f"  {'cluster_copy':12s} {'matches numpy' if ok else 'MISMATCH'} (a cluster of 2 CTAs)")
+    n = 4 * tile_words(16, 64, 2)
+    src = rng.integers(0, 2**32, n, dtype=np.uint32)
+    dst = cuda.to_device(np.zeros(n, np.uint32))
+    cuda.jit(make_staged_copy(4, 16, 64))[2, 64](cuda.to_device(src), dst)
+    ok = np.array_equal(dst.copy_to_host(), src)
+    failures += not ok
+    print(f"  {'staged_copy':12s} {'matches numpy' if ok else 'MISMATCH'} (4 stages, 16-byte chunks, "
+          f"{n} words)")
+    print("\nThe simulator ran every kernel above on the CPU; on a GPU the demo also times a copy.")
+    return failures
+
+
+def next_steps(mode: str) -> str:
+    """What to try after the demo in ``mode`` ("gpu", "sim" or "compile")."""
+    lines = ["", "What to try next:",
+             "  - the notebooks: jupyter lab notebooks/01_async_copies.ipynb (each picks GPU, "
+             "simulator or compile-only mode by itself and says which)"]
+    if mode == "sim":
+        lines.append("  - your own kernels here: a missing wait reads NaN, a hang is a DeadlockError "
+                     "naming the barrier; on a GPU, the same command without NUMBA_ENABLE_CUDASIM")
+    else:
+        lines.append("  - the simulator, no GPU needed: NUMBA_ENABLE_CUDASIM=1 python -m numba_asynccopy "
+                     "(a missing wait reads NaN, a hang is a DeadlockError)")
+    lines += ["  - a kernel's instructions, registers and spills without a GPU: "
+              "ac.inspect(kernel, *argtypes, cc=(9, 0))",
+              "  - the documentation: make docs, then open docs/_build/html/index.html"]
+    return "\n".join(lines)
+
+
 def main() -> int:
     from numba import cuda
 
@@ -129,16 +187,20 @@ def main() -> int:
     kernels = [(name, fn, sig, (8, 0)) for name, (fn, sig, _) in seeds.SEEDS.items()]
     kernels.append(("staged_copy", make_staged_copy(4, 16, 256), SIGNATURE, (8, 0)))
     kernels.append(("cluster_copy", cluster_copy, CLUSTER_COPY_SIG, (9, 0)))
+    from . import sim
+
     try:
-        have_gpu = cuda.is_available()
+        have_gpu = not sim.ENABLED and cuda.is_available()
     except Exception:
         have_gpu = False
     try:
-        if have_gpu:
-            failures = _run_gpu(kernels)
+        if sim.ENABLED:
+            mode, failures = "sim", _run_sim()
+        elif have_gpu:
+            mode, failures = "gpu", _run_gpu(kernels)
         else:
             print("numba-asynccopy demo: no GPU found; compiling only.")
-            failures = _compile_only(kernels)
+            mode, failures = "compile", _compile_only(kernels)
             from . import toolchain
 
             done = "compiled and assembled" if toolchain.find_tool("ptxas") else "compiled"
@@ -146,6 +208,7 @@ def main() -> int:
     except Exception as e:
         print(f"demo failed: {type(e).__name__}: {e}")
         return 1
+    print(next_steps(mode))
     return 1 if failures else 0
 
 

@@ -107,6 +107,9 @@ def intrinsic(fn: Callable) -> Any:
     )
     llc = _LiteralFirstIntrinsic(fn.__name__, typer, target="cuda")
     llc._register()
+    # what inspect.signature, help() and the docs show: the call a kernel
+    # writes, without ``typingctx``, keyword-only markers kept
+    llc.__signature__ = pysig.replace(parameters=params)
     return llc
 
 
@@ -160,6 +163,11 @@ class _GuardedTypingCache(dict):
 class _LiteralFirstIntrinsic(_Intrinsic):
     def __init__(self, name, defn, prefer_literal=True, **kwargs):
         super().__init__(name, defn, prefer_literal=True, **kwargs)
+
+    def __get__(self, obj, objtype=None):
+        # a (non-data) descriptor that binds nothing: help() and pydoc then
+        # document a device function as a routine, with its signature
+        return self
 
     def _register(self):
         template = make_intrinsic_template(self, self._defn, self._name, prefer_literal=True,

@@ -12,7 +12,7 @@ What reads it:
   NVVM emits, once, by the intrinsic machinery (``_compat.intrinsic``);
 - the per-row CPU tests (compile ``example`` at ``min_sm``, find the opcode
   and map it back to the row, expect the named error one target lower);
-- the simulator's family dispatch, ``__all__`` and the README feature table
+- the simulator's family dispatch, ``__all__`` and the docs' feature table
   (``make readme-table``);
 - ``ac.inspect``, which maps PTX instructions back to rows by expanding the
   qualifier sets (no regular expressions over the syntax).
@@ -533,7 +533,8 @@ def rows_for_opcode(opcode: str) -> tuple[Form, ...]:
 
 
 def feature_table() -> str:
-    """Markdown table of every form: the README's feature table.
+    """Markdown table of every form: the feature table of the docs
+    (``docs/reference/features.md``; ``make readme-table`` rewrites it).
 
     Example::
 
@@ -554,7 +555,8 @@ def feature_table() -> str:
 
 
 def write_readme_table(path: str) -> bool:
-    """Rewrite the feature table between the README's markers; True if it changed."""
+    """Rewrite the feature table between the markers of the page at ``path``
+    (``<!-- feature-table:begin -->`` ... ``end``); True if it changed."""
     begin, end = "<!-- feature-table:begin -->\n", "\n<!-- feature-table:end -->"
     with open(path) as f:
         text = f.read()

@@ -187,7 +187,7 @@ def cache_key() -> tuple:
     return ("numba_asynccopy", __version__, _checked_now(), _timeout_now())
 
 
-# --- what checked mode checks: the registry behind the README's table ------------
+# --- what checked mode checks: the registry behind the docs' table --------------
 
 
 @dataclass(frozen=True)
@@ -210,7 +210,7 @@ def declare(apis: str | tuple[str, ...], argument: str, rule: Any, **fields: Any
 
     ``rule`` is a rulebook ``Rule`` rendered with ``fields`` (a run-time
     value as "…"), or a plain text where a family words the rule itself.
-    The README's checked-mode table is made from these records
+    The docs' checked-mode table is made from these records
     (``make readme-table``; a CPU test fails when it is stale).
 
     Example::
@@ -231,7 +231,7 @@ def declare(apis: str | tuple[str, ...], argument: str, rule: Any, **fields: Any
 
 
 def checks_table() -> str:
-    """The README's checked-mode table: one row per function and argument."""
+    """The docs' checked-mode table: one row per function and argument."""
     import numba_asynccopy  # noqa: F401  (every family declares its checks on import)
 
     rows: dict[tuple[str, str], list[str]] = {}
@@ -246,7 +246,8 @@ def checks_table() -> str:
 
 
 def write_readme_table(path: str) -> bool:
-    """Rewrite the checked-mode table between the README's markers; True if it changed."""
+    """Rewrite the checked-mode table between the markers of the page at
+    ``path`` (``docs/tutorial/checked-mode.md``); True if it changed."""
     begin, end = "<!-- checked-table:begin -->\n", "\n<!-- checked-table:end -->"
     with open(path) as f:
         text = f.read()

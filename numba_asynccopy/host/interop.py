@@ -33,7 +33,15 @@ _KINDS = "biufc"
 
 class InteropError(TypeError):
     """A stream or array from another library that :func:`launch` cannot use
-    (a host tensor, an unsupported dtype, an object of an unknown kind)."""
+    (a host tensor, an unsupported dtype, an object of an unknown kind).
+
+    Example::
+
+        try:
+            ac.launch(kernel, 1, 64, (torch.zeros(64), out))   # a CPU tensor
+        except ac.InteropError as e:
+            print(e)                                          # names the argument
+    """
 
 
 def _stream_classes() -> tuple[type, ...]:

@@ -49,12 +49,28 @@ MAX_CLUSTER = 16
 
 
 class ClusterLaunchError(ValueError):
-    """A launch configuration that the cluster rules forbid."""
+    """A launch configuration that the cluster rules forbid.
+
+    Example::
+
+        try:
+            ac.launch(kernel, 3, 128, (a,), cluster=2)   # 3 blocks: not whole clusters of 2
+        except ac.ClusterLaunchError as e:
+            print(e)
+    """
 
 
 class LaunchTypeError(ClusterLaunchError, TypeError):
     """A launch argument of the wrong type (say ``grid=2.5``); a
-    ``TypeError`` and, like every launch error, a :class:`ClusterLaunchError`."""
+    ``TypeError`` and, like every launch error, a :class:`ClusterLaunchError`.
+
+    Example::
+
+        try:
+            ac.launch(kernel, 2.5, 128, (a,))
+        except TypeError as e:                 # an ac.LaunchTypeError
+            print(e)
+    """
 
 
 def is_int(value: Any) -> bool:

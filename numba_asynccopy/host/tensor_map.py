@@ -91,7 +91,15 @@ MAX_BOX_BYTES = 232448
 class TensorMapTypeError(TypeError, ValueError):
     """A ``TensorMap`` argument of the wrong type (``swizzle=32.0``,
     ``box=8``): a ``TypeError``, and a ``ValueError`` like every other
-    ``TensorMap`` validation error, so ``except ValueError`` catches all."""
+    ``TensorMap`` validation error, so ``except ValueError`` catches all.
+
+    Example::
+
+        try:
+            ac.TensorMap(a, (64, 32), swizzle=32.0)
+        except ac.TensorMapTypeError as e:
+            print(e)
+    """
 
 
 def _fail(field: str, rule: str) -> NoReturn:
@@ -369,7 +377,7 @@ class TensorMap:
     - ``interleave`` (None, 16, 32; rank 3 or more: the NC/8HWC8-style
       layouts, whose box addressing CUDA does not document; measured on the
       H200, only rank-3 maps with 8 elements a chunk moved a plain box,
-      rank-4/5 maps faulted: README, simulator section), ``l2_promotion`` (None,
+      rank-4/5 maps faulted: docs/tutorial/simulator.md), ``l2_promotion`` (None,
       64, 128, 256 bytes), ``oob_fill`` ("zero", or "nan" for float tensors: out-of-bounds
       elements of a box read as zero / NaN), ``element_strides`` (1..8 per
       axis, the last one 1), ``dtype="bfloat16"`` to describe 16-bit integer

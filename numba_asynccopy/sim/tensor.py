@@ -129,8 +129,8 @@ def _map_behind(api: str, m: np.ndarray, w: list[int]) -> TensorMap:
         raise rt.SimulatorError(
             f"{rt.SIM_PREFIX}{api}: interleaved tensor maps (interleave="
             f"{tmap.spec.interleave}) are not simulated (their addressing is undocumented "
-            "and, measured on the H200, not a plain map's box: see the README's simulator "
-            "section); run this kernel on a GPU")
+            "and, measured on the H200, not a plain map's box: see docs/tutorial/simulator.md, "
+            "\"What does not run there\"); run this kernel on a GPU")
     return tmap
 
 

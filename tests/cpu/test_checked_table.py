@@ -13,7 +13,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def test_readme_table_is_current():
-    with open(os.path.join(ROOT, "README.md")) as f:
+    # the table lives in the docs (the Makefile's CHECKED_TABLE_PAGE)
+    with open(os.path.join(ROOT, "docs", "tutorial", "checked-mode.md")) as f:
         text = f.read()
     begin, end = "<!-- checked-table:begin -->\n", "\n<!-- checked-table:end -->"
     current = text.split(begin)[1].split(end)[0]

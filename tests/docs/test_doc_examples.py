@@ -1,0 +1,50 @@
+"""Every ```python block of README.md and the docs site runs in the CUDA
+simulator (a subprocess with NUMBA_ENABLE_CUDASIM=1, one per page), or is
+a ``# fragment`` that compiles, or is ``# gpu-only`` (run by the GPU suite,
+tests/gpu/test_doc_examples_gpu.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.docs.docblocks import ROOT, all_blocks, blocks, doc_files
+
+PAGES = [p for p in doc_files() if any(b.kind == "run" for b in blocks(p))]
+
+
+def run_page(path, sim: bool) -> list[dict]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    if sim:
+        env["NUMBA_ENABLE_CUDASIM"] = "1"
+    proc = subprocess.run([sys.executable, "-m", "tests.docs.docblocks", str(path)],
+                          capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return [json.loads(l.split(" ", 1)[1]) for l in proc.stdout.splitlines()
+            if l.startswith("DOCBLOCK ")]
+
+
+def test_there_are_examples_and_every_kind_is_known():
+    found = all_blocks()
+    assert len(found) >= 20, len(found)
+    assert {b.kind for b in found} <= {"run", "fragment", "gpu-only"}
+    assert sum(b.kind == "run" for b in found) >= 12
+
+
+@pytest.mark.parametrize("block", [b for b in all_blocks() if b.kind != "run"], ids=lambda b: b.name)
+def test_fragments_and_gpu_only_blocks_compile(block):
+    compile(block.source, block.name, "exec")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_block_of_the_page_runs_in_the_simulator(page):
+    want = [b.name for b in blocks(page) if b.kind == "run"]
+    results = run_page(page, sim=True)
+    assert [r["block"] for r in results] == want  # each ran, in order
+    failed = [f"{r['block']}:\n{r['error']}" for r in results if r["error"]]
+    assert not failed, "\n".join(failed)
