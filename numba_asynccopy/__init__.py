@@ -23,6 +23,7 @@ from .report import inspect
 from .pragma import install as _install_pragmas
 from .pragma import pragma_nounroll
 from .vector import chunk_view, load2, load4, load_vec, store2, store4, store_vec, view4
+from .mma import bf16_to_f32, mma_zeros
 
 # Every public device function is bound from the family module its registry
 # row names: a new form is a row and a function, with no import to add here.
@@ -56,7 +57,9 @@ _HOST_API = [
 _VECTOR_API = ["chunk_view", "load2", "load4", "load_vec", "store2", "store4", "store_vec", "view4"]
 # a loop pragma (LLVM loop metadata, which NVVM turns into PTX's .pragma "nounroll")
 _PRAGMA_API = ["pragma_nounroll"]
-__all__ = [*_public_apis(), *_VECTOR_API, *_PRAGMA_API, *_HOST_API]
+# tensor-core helpers that emit no PTX form of their own (a zero fragment, a bf16 read)
+_MMA_API = ["bf16_to_f32", "mma_zeros"]
+__all__ = [*_public_apis(), *_VECTOR_API, *_PRAGMA_API, *_MMA_API, *_HOST_API]
 
 from . import pipeline, sim
 
