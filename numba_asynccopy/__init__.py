@@ -16,6 +16,7 @@ from ._forms import family_of as _family_of
 from ._forms import public_apis as _public_apis
 from .checked import checked_mode, is_checked, set_checked, wait_timeout_ns
 from .host import launch as _host_launch
+from .host.bf16 import bf16_array, bf16_values
 from .host.interop import InteropError, as_device_array, as_stream
 from .host.launch import ClusterLaunchError, LaunchTypeError, launch, max_active_clusters
 from .host.tensor_map import TensorMap, TensorMapTypeError
@@ -43,6 +44,8 @@ _HOST_API = [
     "TensorMapTypeError",
     "as_device_array",
     "as_stream",
+    "bf16_array",
+    "bf16_values",
     "checked_mode",
     "feature_table",
     "inspect",

@@ -574,7 +574,8 @@ def mma_store(typingctx, out, row, col, acc):
                 if kind == "float32":
                     builder.store(v, p)
                 elif kind == "float16":
-                    builder.store(builder.fptrunc(v, HALF), p)
+                    h = builder.fptrunc(v, HALF)
+                    builder.store(h if p.type.pointee == HALF else builder.bitcast(h, I16), p)
                 else:
                     builder.store(_bf16_bits(builder, v), p)
         return context.get_dummy_value()

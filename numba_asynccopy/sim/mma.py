@@ -40,22 +40,9 @@ _dev = sys.modules["numba_asynccopy.mma"]
 _vec = sys.modules["numba_asynccopy.vector"]
 
 
-# --- bf16 as uint16 bits ---------------------------------------------------------------
-
-
-def bf16_bits(x) -> np.ndarray:
-    """float32 values -> bf16 bits (uint16), rounded to nearest even as
-    ``cvt.rn.bf16.f32`` rounds; NaN stays a (quiet) NaN."""
-    f = np.asarray(x, dtype=np.float32)
-    u = f.view(np.uint32).astype(np.uint64)
-    rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
-    out = np.where(np.isnan(f), (u >> 16) | 0x40, rounded).astype(np.uint16)
-    return out
-
-
-def bf16_values(h) -> np.ndarray:
-    """bf16 bits (uint16) -> their float32 values (exact)."""
-    return (np.asarray(h, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+# bf16 as uint16 bits (the package's representation; host/bf16.py)
+from ..host.bf16 import bf16_array as _bf16_bits  # noqa: E402
+from ..host.bf16 import bf16_values as _bf16_values  # noqa: E402
 
 
 # --- the warp meeting ---------------------------------------------------------------------
@@ -240,7 +227,7 @@ def stmatrix(tile, idx, values, trans=False):
 def _halves(kind: str, w: int) -> tuple[float, float]:
     lo, hi = np.uint16(w & 0xFFFF), np.uint16(w >> 16)
     if kind == "bf16":
-        return float(bf16_values(lo)), float(bf16_values(hi))
+        return float(_bf16_values(lo)), float(_bf16_values(hi))
     return float(lo.view(np.float16)), float(hi.view(np.float16))
 
 
@@ -333,7 +320,7 @@ def mma_store(out, row, col, acc):
         rr, cc = r0 + 8 * (i // 2), c0 + i % 2
         if 0 <= rr < o.shape[0] and 0 <= cc < o.shape[1]:
             if o.dtype == np.uint16:
-                o[rr, cc] = bf16_bits(np.float32(v))
+                o[rr, cc] = _bf16_bits(np.float32(v))
             else:
                 o[rr, cc] = o.dtype.type(np.float32(v))
 
@@ -341,10 +328,10 @@ def mma_store(out, row, col, acc):
 @mirrors(_dev.f32_to_bf16, "rounds to nearest even in numpy (the same bits as cvt.rn.bf16.f32).")
 def f32_to_bf16(x):
     rt.validate(_dev.f32_to_bf16, x)
-    return np.uint16(bf16_bits(np.float32(x)))
+    return np.uint16(_bf16_bits(np.float32(x)))
 
 
 @mirrors(_dev.bf16_to_f32)
 def bf16_to_f32(h):
     rt.validate(_dev.bf16_to_f32, h)
-    return np.float32(bf16_values(np.uint16(h)))
+    return np.float32(_bf16_values(np.uint16(h)))
