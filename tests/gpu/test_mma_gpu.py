@@ -14,7 +14,7 @@ from numba import cuda
 import numba_asynccopy as ac
 from numba_asynccopy.examples import hgemm_sm80
 
-from ..conftest import SIM
+from ..conftest import SIM, skip_on_sim
 
 pytestmark = pytest.mark.gpu
 
@@ -238,3 +238,82 @@ def test_hgemm_sm80_converting_epilogue(out):
     gemm[hgemm_sm80.grid(M, N), hgemm_sm80.BLOCK](A, B, C)
     got = ac.bf16_values(C).astype(np.float64) if out == "bf16" else C.astype(np.float64)
     assert_gemm_close(got, Av, Bv, 8e-3 if out == "bf16" else 1e-3, f"hgemm_sm80 -> {out}")
+
+
+# --- bf16/fp16 data as users hold it: torch tensors ------------------------------------------
+
+SIM_TORCH = "torch CUDA tensors need a GPU"
+
+
+@skip_on_sim(SIM_TORCH)
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_torch_tensors_launch_the_hgemm_and_view_as_device_arrays(dtype):
+    torch = pytest.importorskip("torch")
+    tdt = torch.bfloat16 if dtype == "bf16" else torch.float16
+    M, N, K = 264, 200, 136
+    A = torch.randn(M, K, device="cuda").to(tdt)
+    B = torch.randn(K, N, device="cuda").to(tdt)
+    C = torch.full((M, N), float("nan"), device="cuda")
+    gemm = cuda.jit(hgemm_sm80.signature(dtype))(hgemm_sm80.make_hgemm(dtype))
+    ac.launch(gemm, hgemm_sm80.grid(M, N), hgemm_sm80.BLOCK, (A, B, C))
+    torch.cuda.synchronize()
+    Av, Bv = A.double().cpu().numpy(), B.double().cpu().numpy()
+    assert_gemm_close(C.cpu().numpy(), Av, Bv, 1e-4, f"torch {dtype} through ac.launch")
+    d = ac.as_device_array(A)
+    assert d.shape == (M, K) and d.dtype == (np.uint16 if dtype == "bf16" else np.float16)
+    assert d.__cuda_array_interface__["data"][0] == A.data_ptr()  # a view, not a copy
+    got = d.copy_to_host()
+    want = A.view(torch.int16).cpu().numpy().view(np.uint16) if dtype == "bf16" else A.cpu().numpy()
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+
+
+@skip_on_sim(SIM_TORCH)
+def test_kernels_read_and_write_torch_bf16_elements_without_bit_tricks():
+    torch = pytest.importorskip("torch")
+
+    @cuda.jit
+    def axpy(X, Y):
+        i = cuda.grid(1)
+        if i < X.size:
+            Y[i] = ac.f32_to_bf16(np.float32(2.0) * ac.bf16_to_f32(X[i]) + ac.bf16_to_f32(Y[i]))
+
+    X = torch.randn(1000, device="cuda").bfloat16()
+    Y = torch.randn(1000, device="cuda").bfloat16()
+    want = (2.0 * X.float() + Y.float()).bfloat16()
+    ac.launch(axpy, 8, 128, (X, Y))
+    torch.cuda.synchronize()
+    assert torch.equal(Y, want)
+
+
+@skip_on_sim(SIM_TORCH)
+@pytest.mark.parametrize("tdt", ["bfloat16", "float16"])
+def test_tensor_maps_of_torch_bf16_and_fp16_tensors(tdt):
+    torch = pytest.importorskip("torch")
+    t = torch.randn(256, 128, device="cuda").to(getattr(torch, tdt))
+    m = ac.TensorMap(t, (64, 64), swizzle=128)
+    assert m.spec.dtype == tdt and m.spec.itemsize == 2
+
+    @cuda.jit
+    def copy_box(tmap, out):
+        sh = cuda.shared.array((64, 64), np.uint16, alignment=1024)
+        bar = cuda.shared.array(1, np.uint64)
+        if cuda.threadIdx.x == 0:
+            ac.mbarrier_init(bar[0:], 1)
+            ac.fence_proxy_async("shared::cta")
+        cuda.syncthreads()
+        if cuda.threadIdx.x == 0:
+            ac.mbarrier_arrive_expect_tx(bar[0:], 64 * 64 * 2)
+            ac.cp_async_bulk_tensor_load(sh, tmap, (128, 64), bar[0:])
+        ac.mbarrier_wait_parity(bar[0:], 0)
+        for i in range(cuda.threadIdx.x, 64 * 64, cuda.blockDim.x):
+            out[i // 64, i % 64] = sh[i // 64, i % 64]
+
+    out = poisoned((64, 64), np.uint16)
+    ac.launch(copy_box, 1, 128, (m.device, out))
+    bits = t.view(torch.int16).cpu().numpy().view(np.uint16)[128:192, 64:128]
+    # the 128-byte swizzle: 16-byte chunk j of box row r lands at chunk j ^ (r % 8)
+    want = np.empty_like(bits)
+    for r in range(64):
+        for j in range(8):
+            want[r, 8 * (j ^ (r % 8)):8 * (j ^ (r % 8)) + 8] = bits[r, 8 * j:8 * j + 8]
+    np.testing.assert_array_equal(out, want)
