@@ -271,3 +271,47 @@ def test_hgemm_converting_epilogue_compiles_without_spills(out):
     sass, log = hgemm_sass("bf16", 3, out)
     assert "0 bytes spill stores" in log
     assert sass_counts(sass)["STL"] == 0
+
+
+# --- the CUDA C++ twin and the benchmark rows -------------------------------------------------
+
+
+def test_twin_compiles_to_the_same_main_loop_without_spills(tmp_path):
+    import subprocess
+
+    from numba_asynccopy.bench.twins import SOURCE, find_nvcc
+
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found")
+    cubin = tmp_path / "t.cubin"
+    proc = subprocess.run([nvcc, "-O3", "-std=c++17", "-cubin", "-Xptxas", "-v",
+                           "-gencode=arch=compute_80,code=sm_80", "-o", str(cubin),
+                           str(SOURCE.with_name("twins_mma.cu"))],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("0 bytes spill stores, 0 bytes spill loads") == 6  # 2 dtypes x 3 stages
+    sass = toolchain.disassemble(cubin.read_bytes())
+    # the bf16 4-stage kernel's k-loop holds what the Numba example's does
+    fn = sass.split(".text._ZN2hg5hgemmILb1ELi4EEEvPKtS2_Pfiii:")[1].split("//----")[0]
+    loops = [L for L in sass_loops(fn) if any(t.startswith("HMMA") for t in L)]
+    assert len(loops) == 1
+    twin = Counter(t.split()[0].split(".")[0] for t in loops[0] if not t.startswith("@"))
+    numba_loop = [L for L in sass_loops(hgemm_sass("bf16", 4)[0]) if any(t.startswith("HMMA") for t in L)][0]
+    ours = Counter(t.split()[0].split(".")[0] for t in numba_loop if not t.startswith("@"))
+    for op in ("HMMA", "LDSM", "LDGSTS", "BAR"):
+        assert twin[op] == ours[op], (op, twin[op], ours[op])
+
+
+def test_bench_registers_the_hgemm_suite_and_its_rows():
+    from numba_asynccopy.bench import report, suites
+
+    assert suites.SUITES["hgemm_sm80"].__name__ == "suite_hgemm_sm80"
+    keys = suites.suite_keys("hgemm_sm80", quick=True)
+    assert keys == [f"{p}_{dt}_1000" for dt in ("bf16", "f16")
+                    for p in ("numba_hgemm_sm80", "twin_hgemm_sm80", "cublas_hgemm")]
+    comps = {(c.subject, c.peer): c for c in report.comparisons(quick=False)}
+    for dt in ("bf16", "f16"):
+        for n in (4096, 8192):
+            assert comps[(f"numba_hgemm_sm80_{dt}_{n}", f"twin_hgemm_sm80_{dt}_{n}")].target == 0.97
+            assert comps[(f"numba_hgemm_sm80_{dt}_{n}", f"cublas_hgemm_{dt}_{n}")].target is None
