@@ -309,7 +309,7 @@ def test_tensor_maps_of_torch_bf16_and_fp16_tensors(tdt):
             out[i // 64, i % 64] = sh[i // 64, i % 64]
 
     out = poisoned((64, 64), np.uint16)
-    ac.launch(copy_box, 1, 128, (m.device, out))
+    ac.launch(copy_box, 1, 128, (m, out))
     bits = t.view(torch.int16).cpu().numpy().view(np.uint16)[128:192, 64:128]
     # the 128-byte swizzle: 16-byte chunk j of box row r lands at chunk j ^ (r % 8)
     want = np.empty_like(bits)
