@@ -315,3 +315,18 @@ def test_bench_registers_the_hgemm_suite_and_its_rows():
         for n in (4096, 8192):
             assert comps[(f"numba_hgemm_sm80_{dt}_{n}", f"twin_hgemm_sm80_{dt}_{n}")].target == 0.97
             assert comps[(f"numba_hgemm_sm80_{dt}_{n}", f"cublas_hgemm_{dt}_{n}")].target is None
+
+
+def test_mma_store_to_shared_memory_is_st_shared():
+    src = """
+def k(C):
+    sc = cuda.shared.array((16, 8), np.float32, alignment=16)
+    ac.mma_store(sc, 0, 0, ac.mma_zeros())
+    cuda.syncthreads()
+    C[cuda.threadIdx.x % 16, 0] = sc[cuda.threadIdx.x % 16, 0]
+"""
+    ptx = ptx_of(kernel_from_source(src), (F32,), cc=(8, 0))
+    st = instructions(ptx, r"st\.shared")
+    # four elements: NVVM may pair each lane's two adjacent columns into one .v2 store
+    assert sum(2 if ".v2." in x else 1 for x in st) == 4, st
+    assert not instructions(ptx, r"st\.f32")  # no generic store

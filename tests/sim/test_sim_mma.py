@@ -174,3 +174,29 @@ def test_a_tile_read_before_its_copy_lands_gives_poison_not_numbers():
     C = np.zeros((16, 8), np.float32)
     unwaited[1, 32](bf16_tile((16, 16)), bf16_tile((16, 8)), C)
     assert np.isnan(C).all()  # poison bf16 bits (0xFFFF) are NaN through the MMA
+
+
+@cuda.jit
+def through_shared(A, B, C):
+    sa = cuda.shared.array((16, 16), np.uint16, alignment=16)
+    sb = cuda.shared.array((16, 8), np.uint16, alignment=16)
+    sc = cuda.shared.array((16, 8), np.uint16, alignment=16)
+    t = cuda.threadIdx.x
+    for i in range(t, 256, 32):
+        sa[i // 16, i % 16] = A[i // 16, i % 16]
+    for i in range(t, 128, 32):
+        sb[i // 8, i % 8] = B[i // 8, i % 8]
+    cuda.syncthreads()
+    acc = ac.mma_sync(ac.mma_load_a(sa, 0, 0), ac.mma_load_b(sb, 0, 0), ac.mma_zeros(), "bf16")
+    ac.mma_store(sc, 0, 0, acc)            # bf16 into a shared tile, then out row by row
+    cuda.syncthreads()
+    for i in range(t, 128, 32):
+        C[i // 8, i % 8] = sc[i // 8, i % 8]
+
+
+def test_an_accumulator_stored_to_shared_memory_as_bf16():
+    A, B = bf16_tile((16, 16)), bf16_tile((16, 8))
+    C = np.zeros((16, 8), np.uint16)
+    through_shared[1, 32](A, B, C)
+    ref = ac.bf16_values(A).astype(np.float64) @ ac.bf16_values(B).astype(np.float64)
+    np.testing.assert_array_equal(C, ac.bf16_array(ref.astype(np.float32)))
