@@ -16,6 +16,7 @@ from ._forms import family_of as _family_of
 from ._forms import public_apis as _public_apis
 from .checked import checked_mode, is_checked, set_checked, wait_timeout_ns
 from .host import launch as _host_launch
+from .host.bf16 import bf16_array, bf16_values
 from .host.interop import InteropError, as_device_array, as_stream
 from .host.launch import ClusterLaunchError, LaunchTypeError, launch, max_active_clusters
 from .host.tensor_map import TensorMap, TensorMapTypeError
@@ -23,6 +24,7 @@ from .report import inspect
 from .pragma import install as _install_pragmas
 from .pragma import pragma_nounroll
 from .vector import chunk_view, load2, load4, load_vec, store2, store4, store_vec, view4
+from .mma import bf16_to_f32, mma_zeros
 
 # Every public device function is bound from the family module its registry
 # row names: a new form is a row and a function, with no import to add here.
@@ -42,6 +44,8 @@ _HOST_API = [
     "TensorMapTypeError",
     "as_device_array",
     "as_stream",
+    "bf16_array",
+    "bf16_values",
     "checked_mode",
     "feature_table",
     "inspect",
@@ -56,7 +60,9 @@ _HOST_API = [
 _VECTOR_API = ["chunk_view", "load2", "load4", "load_vec", "store2", "store4", "store_vec", "view4"]
 # a loop pragma (LLVM loop metadata, which NVVM turns into PTX's .pragma "nounroll")
 _PRAGMA_API = ["pragma_nounroll"]
-__all__ = [*_public_apis(), *_VECTOR_API, *_PRAGMA_API, *_HOST_API]
+# tensor-core helpers that emit no PTX form of their own (a zero fragment, a bf16 read)
+_MMA_API = ["bf16_to_f32", "mma_zeros"]
+__all__ = [*_public_apis(), *_VECTOR_API, *_PRAGMA_API, *_MMA_API, *_HOST_API]
 
 from . import pipeline, sim
 

@@ -12,9 +12,11 @@ from . import pipeline as pipeline
 from ._compat import ContractError as ContractError
 from ._forms import feature_table as feature_table
 from .checked import checked_mode as checked_mode, is_checked as is_checked, set_checked as set_checked, wait_timeout_ns as wait_timeout_ns
+from .host.bf16 import bf16_array as bf16_array, bf16_values as bf16_values
 from .host.interop import InteropError as InteropError, as_device_array as as_device_array, as_stream as as_stream
 from .host.launch import ClusterLaunchError as ClusterLaunchError, LaunchTypeError as LaunchTypeError, launch as launch, max_active_clusters as max_active_clusters
 from .host.tensor_map import TensorMap as TensorMap, TensorMapTypeError as TensorMapTypeError
+from .mma import bf16_to_f32 as bf16_to_f32, mma_zeros as mma_zeros
 from .report import inspect as inspect
 
 __version__: str
@@ -76,6 +78,13 @@ __all__ = [
     'cp_async_bulk_prefetch_tensor',
     'prefetch_tensormap',
     'fence_proxy_tensormap',
+    'mma_sync',
+    'ldmatrix',
+    'mma_load_a',
+    'mma_load_b',
+    'stmatrix',
+    'f32_to_bf16',
+    'mma_store',
     'chunk_view',
     'load2',
     'load4',
@@ -85,6 +94,8 @@ __all__ = [
     'store_vec',
     'view4',
     'pragma_nounroll',
+    'bf16_to_f32',
+    'mma_zeros',
     'ClusterLaunchError',
     'ContractError',
     'FORMS',
@@ -94,6 +105,8 @@ __all__ = [
     'TensorMapTypeError',
     'as_device_array',
     'as_stream',
+    'bf16_array',
+    'bf16_values',
     'checked_mode',
     'feature_table',
     'inspect',
@@ -162,6 +175,13 @@ def cp_reduce_async_bulk_tensor(tensor_map: Any, coords: Any, src: Any, op: Any,
 def cp_async_bulk_prefetch_tensor(tensor_map: Any, coords: Any, *, cache_policy: Any = ..., fence: Any = ...) -> Any: ...
 def prefetch_tensormap(tensor_map: Any, *, fence: Any = ...) -> Any: ...
 def fence_proxy_tensormap(tensor_map: Any, scope: Any = ...) -> Any: ...
+def mma_sync(a: Any, b: Any, c: Any, dtype: Any, shape: Any = ...) -> Any: ...
+def ldmatrix(tile: Any, idx: Any, num: Any = ..., trans: Any = ...) -> Any: ...
+def mma_load_a(tile: Any, row: Any, col: Any) -> Any: ...
+def mma_load_b(tile: Any, row: Any, col: Any, layout: Any = ...) -> Any: ...
+def stmatrix(tile: Any, idx: Any, values: Any, trans: Any = ...) -> Any: ...
+def f32_to_bf16(x: Any) -> Any: ...
+def mma_store(out: Any, row: Any, col: Any, acc: Any) -> Any: ...
 def chunk_view(arr: Any, idx: Any, n: Any) -> Any: ...
 def load2(arr: Any, idx: Any) -> Any: ...
 def load4(arr: Any, idx: Any) -> Any: ...

@@ -208,3 +208,11 @@ pipeline_release_without_wait = _rule(
 pipeline_fill_pending = _rule(
     "pipeline_fill_pending",
     ": the slot's fill has not landed (its full barrier's phase of parity {parity} is incomplete)")
+
+# Warp-collective tensor-core instructions (mma.sync, ldmatrix, stmatrix).
+warp_not_converged = _rule(
+    "warp_not_converged",
+    "{instr} is warp-collective (.sync.aligned): all 32 lanes of the warp must execute it "
+    "together, at the same place; {why}")
+#: the ``why`` of warp_not_converged where the device sees it: the active mask
+warp_active_mask = _rule("warp_active_mask", "the active mask is {mask}")

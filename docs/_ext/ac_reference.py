@@ -25,11 +25,14 @@ FAMILIES = {
     "cluster": "Clusters and distributed shared memory",
     "vector": "Vector loads and stores, chunk views",
     "pragma": "Loop pragma",
+    "mma": "Warp-level MMA: mma.sync, ldmatrix, stmatrix",
+    "wgmma": "Warpgroup MMA (sm_90a)",
 }
 HOST = {
     "launch": ["launch", "max_active_clusters", "ClusterLaunchError", "LaunchTypeError"],
     "tensor_map": ["TensorMap", "TensorMapTypeError"],
     "interop": ["as_device_array", "as_stream", "InteropError"],
+    "bf16": ["bf16_array", "bf16_values"],
     "checked": ["checked_mode", "set_checked", "is_checked", "wait_timeout_ns", "ContractError"],
     "inspect": ["inspect", "feature_table", "FORMS"],
 }
@@ -39,6 +42,7 @@ HOST_TITLES = {
     "interop": "PyTorch, CuPy and DLPack",
     "checked": "Checked mode and contract errors",
     "inspect": "Inspecting kernels and the registry",
+    "bf16": "bf16 data on the host",
 }
 
 
@@ -64,6 +68,8 @@ def device_pages() -> dict[str, list[str]]:
             fam = "vector"
         if fam is None and name in ac._PRAGMA_API:
             fam = "pragma"
+        if fam is None and name in getattr(ac, "_MMA_API", ()):
+            fam = "mma"
         if fam is not None:
             pages[fam].append(name)
     return pages

@@ -109,6 +109,18 @@ def comparisons(quick: bool) -> list[Comparison]:
             Comparison(f"SGEMM {n}^3: pipeline vs hand-written", f"numba_sgemm_pipe_again_{n}",
                        f"numba_sgemm_manual_{n}", 0.99),
         ]
+    from .suites_mma import DTYPES as _HG_DTYPES
+    from .suites_mma import SIZES as _HG_SIZES
+
+    for n in _HG_SIZES["quick" if quick else "full"]:
+        for dt in _HG_DTYPES:
+            rows += [
+                Comparison(f"HGEMM sm80 {dt} {n}^3", f"numba_hgemm_sm80_{dt}_{n}",
+                           f"twin_hgemm_sm80_{dt}_{n}", 0.97),
+                # information: mma.sync cannot reach wgmma's rate on Hopper
+                Comparison(f"HGEMM sm80 {dt} {n}^3", f"numba_hgemm_sm80_{dt}_{n}",
+                           f"cublas_hgemm_{dt}_{n}", None),
+            ]
     rows += [
         Comparison("stencil (cp.async halo)", "numba_stencil_async", "numba_stencil_plain", 1.0, "faster"),
         Comparison("stencil (cp.async halo)", "numba_stencil_async", "torch_copy", 0.85),

@@ -24,6 +24,7 @@ from typing import Callable
 import numpy as np
 
 from . import suites_async as _async
+from . import suites_mma as _mma
 
 SIZES = {
     "full": {"copy_words": 1 << 28, "sgemm": (4096, 8192), "stencil": (16384, 16384)},
@@ -499,12 +500,15 @@ SUITES: dict[str, Callable[[Recorder], None]] = {
     "stencil": suite_stencil,
     "cluster": suite_cluster,
     **_async.SUITES,  # bulk, tma (suites_async.py)
+    **_mma.SUITES,  # hgemm_sm80 (suites_mma.py)
     "idioms": suite_idioms,
 }
 
 def suite_keys(name: str, quick: bool) -> list[str]:
     """The measurement keys a suite records (to report a suite that died early)."""
     sizes = SIZES["quick" if quick else "full"]
+    if name in _mma.SUITES:
+        return _mma.suite_keys(quick)
     if name in _async.SUITE_KEYS:
         return list(_async.SUITE_KEYS[name])
     if name == "idioms":

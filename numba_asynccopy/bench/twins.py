@@ -53,7 +53,8 @@ class Build:
         self.cmd = [nvcc, "-O3", "-std=c++17", "--shared", "-Xcompiler", "-fPIC", "-lineinfo",
                     gencode(cc), "-Xptxas", "-v", "-o", str(self.so), str(SOURCE),
                     str(SOURCE.with_name("twins_bulk.cu")),  # bulk/TMA twins (suites_async)
-                    str(SOURCE.with_name("twins_idioms.cu"))]  # the idioms' originals (idioms.py)
+                    str(SOURCE.with_name("twins_idioms.cu")),  # the idioms' originals (idioms.py)
+                    str(SOURCE.with_name("twins_mma.cu"))]  # the tensor-core GEMM (suites_mma)  # the idioms' originals (idioms.py)
         self.log = open(self.log_path, "w")
         self.log.write(" ".join(self.cmd) + "\n")
         self.log.flush()

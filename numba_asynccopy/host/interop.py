@@ -162,7 +162,9 @@ def as_device_array(obj: Any, what: str = "ac.as_device_array", name: str = "the
     cuda.core's ``StridedMemoryView``).  A host (CPU) tensor is an
     :class:`InteropError` (move it with ``.cuda()`` first, or pass a numpy
     array, which a launch copies in and back), and so is a dtype Numba
-    kernels cannot take (bfloat16, say).
+    kernels cannot take.  A torch ``bfloat16`` tensor becomes a ``uint16``
+    array of its bf16 bits (the package's bf16 representation: read and
+    write elements with ``ac.bf16_to_f32`` / ``ac.f32_to_bf16``).
 
     Example::
 
@@ -180,6 +182,9 @@ def as_device_array(obj: Any, what: str = "ac.as_device_array", name: str = "the
                            "a numpy array, which the launch copies in and back")
     from numba import cuda
 
+    bf16 = bf16_interface(obj, what, name)
+    if bf16 is not None:  # torch has no CUDA array interface for bfloat16: uint16 bits
+        return cuda.from_cuda_array_interface(bf16, owner=obj)
     if hasattr(type(obj), "__cuda_array_interface__") or hasattr(obj, "__cuda_array_interface__"):
         try:
             desc = obj.__cuda_array_interface__
@@ -214,6 +219,42 @@ def as_device_array(obj: Any, what: str = "ac.as_device_array", name: str = "the
         return cuda.from_cuda_array_interface(desc, owner=view)
     raise InteropError(f"{what}: {name} is a {type(obj).__name__}, not a GPU array (Numba "
                        "device array, __cuda_array_interface__ or __dlpack__ object)")
+
+
+def is_torch_bf16(obj: Any) -> bool:
+    """A torch ``bfloat16`` tensor (checked without importing torch)."""
+    return (type(obj).__module__.split(".")[0] == "torch"
+            and str(getattr(obj, "dtype", "")) == "torch.bfloat16")
+
+
+def bf16_interface(obj: Any, what: str = "ac.as_device_array",
+                   name: str = "the array") -> dict | None:
+    """The ``__cuda_array_interface__`` of a torch bfloat16 CUDA tensor as
+    ``uint16`` elements (the bf16 bits: the package's bf16 representation,
+    which numpy and Numba lack a dtype for); None for anything else.
+
+    torch refuses the interface for bfloat16; the tensor's own pointer,
+    shape and strides describe the same memory.  A CPU tensor, or one that
+    requires grad, is an :class:`InteropError` (as torch's interface is).
+
+    Example::
+
+        t = torch.randn(64, 64, device="cuda").bfloat16()
+        d = ac.as_device_array(t)        # uint16[64, 64], the same memory
+    """
+    if not is_torch_bf16(obj):
+        return None
+    if not getattr(obj, "is_cuda", False):
+        raise InteropError(f"{what}: {name} ({type(obj).__name__}, bfloat16) is not on a GPU: "
+                           "move it with .cuda() first, or pass ac.bf16_array(...) of its "
+                           "values as a numpy array, which the launch copies in and back")
+    if getattr(obj, "requires_grad", False):
+        raise InteropError(f"{what}: {name} ({type(obj).__name__}, bfloat16) requires grad: "
+                           "pass t.detach() (the kernel writes memory autograd does not see)")
+    shape = tuple(int(n) for n in obj.shape)
+    strides = tuple(2 * int(s) for s in obj.stride())
+    return {"shape": shape, "strides": strides, "typestr": "<u2",
+            "data": (int(obj.data_ptr()), False), "version": 3}
 
 
 def convert_args(args: tuple, what: str = "ac.launch") -> tuple:

@@ -421,7 +421,13 @@ class TensorMap:
                  interleave: int | None = None, l2_promotion: int | None = None,
                  oob_fill: str = "zero", element_strides: Sequence[int] | None = None,
                  dtype: str | None = None) -> None:
-        interface = getattr(array, "__cuda_array_interface__", None)
+        from .interop import bf16_interface
+
+        interface = bf16_interface(array, "TensorMap", "`array`")
+        if interface is not None:  # a torch bfloat16 tensor: its bits, described as bfloat16
+            dtype = "bfloat16" if dtype is None else dtype
+        else:
+            interface = getattr(array, "__cuda_array_interface__", None)
         if interface is None:
             raise TypeError(
                 f"TensorMap: `array` must expose __cuda_array_interface__ (a Numba device "

@@ -84,6 +84,20 @@ KINDS: dict[str, list[str]] = {
     "vec_n": NOT_A_CONSTANT_INT + ["3", "0", "-4"],
     "values4": ["1.5", "(1.0, 2.0, 3.0)", "('a', 'b', 'c', 'd')", "n", "(1j, 1j, 1j, 1j)"],
     "values2": ["1.5", "(1.0, 2.0, 3.0)", "('a', 'b')", "n"],
+    # tensor cores (mma.py): tiles of 2- or 4-byte elements, fragments, constants
+    "mma_tile": NOT_A_VIEW + ["bars"],
+    "mma_tile2d": NOT_A_VIEW + ["bars", "sh1"],
+    "mma_num": NOT_A_CONSTANT_INT + ["3", "0", "8"],
+    "mma_regs": ["1.5", "n", "(n, n, n)", "(1.0, 2.0)", "('a',)"],
+    "frag_a": ["1.5", "n", "(n, n)", "(x, x, x, x)", "sh1"],
+    "frag_b": ["1.5", "n", "(n, n, n, n)", "(x, x)"],
+    "frag_c": ["1.5", "(x, x)", "(1.0, 2.0, 3.0, 4.0)", "(n, n, n, n)"],
+    "mma_dtype": NOT_A_STR_OPTION + ["'fp8'", "n"],
+    "mma_shape": ["'m16n8k16'", "1", "'bogus'", "n"],
+    "origin": ["1.5", "'a'", "x", "(0, 0)", "1j"],
+    "mma_out": NOT_A_VIEW + ["out", "sh1", "bars"],
+    "number": ["'a'", "(1, 2)", "sh1", "1j"],
+    "bf16_bits": ["x", "1.5", "'a'", "n", "sh1", "-1", "70000"],
 }
 
 # api -> (valid call: [(argument, expression)], {keyword: expression}, {argument: kind})
@@ -215,6 +229,24 @@ CONTRACTS: dict[str, tuple[list[tuple[str, str]], dict[str, str], dict[str, str]
     "store_vec": ([("arr", "A"), ("idx", "(0, 0)"), ("values", "(x, x, x, x)")], {},
                   {"arr": "vec_arr", "idx": "vec_idx", "values": "values4"}),
     "view4": ([("arr", "A"), ("idx", "(0, 0)")], {}, {"arr": "vec_arr", "idx": "vec_idx"}),
+    # float32 tiles (the tf32 forms): the kernel has no 16-bit shared array
+    "ldmatrix": ([("tile", "sh"), ("idx", "(tid, 0)")], {},
+                 {"tile": "mma_tile", "idx": "vec_idx", "num": "mma_num", "trans": "bool_const"}),
+    "stmatrix": ([("tile", "sh"), ("idx", "(tid, 0)"), ("values", "(np.uint32(n),)")], {},
+                 {"tile": "mma_tile", "idx": "vec_idx", "values": "mma_regs", "trans": "bool_const"}),
+    "mma_sync": ([("a", "ac.mma_load_a(sh, 0, 0)"), ("b", "ac.mma_load_b(sh, 0, 0)"),
+                  ("c", "ac.mma_zeros()"), ("dtype", "'tf32'")], {},
+                 {"a": "frag_a", "b": "frag_b", "c": "frag_c", "dtype": "mma_dtype",
+                  "shape": "mma_shape"}),
+    "mma_zeros": ([], {}, {}),
+    "mma_load_a": ([("tile", "sh"), ("row", "0"), ("col", "0")], {},
+                   {"tile": "mma_tile2d", "row": "origin", "col": "origin"}),
+    "mma_load_b": ([("tile", "sh"), ("row", "0"), ("col", "0")], {},
+                   {"tile": "mma_tile2d", "row": "origin", "col": "origin", "layout": "cache"}),
+    "mma_store": ([("out", "A"), ("row", "0"), ("col", "0"), ("acc", "ac.mma_zeros()")], {},
+                  {"out": "mma_out", "row": "origin", "col": "origin", "acc": "frag_c"}),
+    "f32_to_bf16": ([("x", "x")], {}, {"x": "number"}),
+    "bf16_to_f32": ([("h", "np.uint16(n)")], {}, {"h": "bf16_bits"}),
 }
 
 

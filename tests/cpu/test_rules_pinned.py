@@ -224,6 +224,12 @@ PINNED: dict[str, list[tuple[dict, str]]] = {
          "the innermost coordinate %d x %lld-byte elements is not a multiple of 16 bytes "
          "(the copy engine needs 16-byte aligned box starts)"),
     ],
+    "warp_not_converged": [
+        (dict(instr="ldmatrix.sync.aligned.m8n8.x4.shared.b16", why="the active mask is 0x%08x"),
+         "ldmatrix.sync.aligned.m8n8.x4.shared.b16 is warp-collective (.sync.aligned): all 32 lanes "
+         "of the warp must execute it together, at the same place; the active mask is 0x%08x"),
+    ],
+    "warp_active_mask": [(dict(mask="0x%08x"), "the active mask is 0x%08x")],
     "tensor_negative_coord": [
         (dict(axis=0, coord=-4),
          "`coords`[0]=-4 is negative; tensor stores and reductions need coordinates >= 0 "
