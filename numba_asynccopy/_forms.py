@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
-from ._compat import TypingError, compile_cc
+from ._compat import TypingError, compile_arch, compile_cc
 
 Quals = tuple[tuple[str, tuple[str, ...]], ...]
 
@@ -51,6 +51,20 @@ class Form:
     # lowering emits the row ``replaced_by`` instead
     replaced_from: str | None = None
     replaced_by: str | None = None
+    # an arch-specific feature suffix as PTX spells it ("a": ``sm_90a``): the
+    # form then assembles for exactly ``sm_{min_sm}{arch}``, nothing newer or plain
+    arch: str = ""
+
+    @property
+    def target(self) -> str:
+        """The PTX target the form needs, as PTX spells it (``sm_90a``)."""
+        return f"sm_{self.min_sm}{self.arch}"
+
+    @property
+    def cc(self) -> tuple:
+        """The ``cc`` to compile it for (``compile_ptx(..., cc=row.cc)``)."""
+        base = (self.min_sm // 10, self.min_sm % 10)
+        return base + (self.arch,) if self.arch else base
 
     @property
     def api(self) -> str:
@@ -80,7 +94,15 @@ class Form:
             return
         api = api or self.api
         sm = cc[0] * 10 + cc[1]
-        if sm < self.min_sm:
+        if self.arch:
+            got = f"sm_{sm}{compile_arch()}"
+            if got != self.target:
+                raise TypingError(
+                    f"{api}: `{self.syntax}` needs {self.target} (PTX ISA {self.min_ptx}); "
+                    f"this kernel is compiled for {got} (compile-only paths: pass "
+                    f"cc=({self.min_sm // 10}, {self.min_sm % 10}, \"{self.arch}\"))"
+                )
+        elif sm < self.min_sm:
             raise TypingError(
                 f"{api}: `{self.syntax}` needs sm_{self.min_sm} "
                 f"(PTX ISA {self.min_ptx}); this kernel is compiled for sm_{sm}"
@@ -549,7 +571,7 @@ def feature_table() -> str:
             continue
         apis = ", ".join(f"`ac.{a}`" for a in row.apis)
         syntax = row.syntax.replace("|", "\\|")  # a bare | would end the cell
-        lines.append(f"| {apis} | `{syntax}` | {row.min_ptx} | sm_{row.min_sm} |")
+        lines.append(f"| {apis} | `{syntax}` | {row.min_ptx} | {row.target} |")
     return "\n".join(lines)
 
 

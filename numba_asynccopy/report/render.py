@@ -39,7 +39,7 @@ class InspectReport:
 
     @property
     def target(self) -> str:
-        return f"sm_{self.cc[0]}{self.cc[1]}"
+        return f"sm_{self.cc[0]}{self.cc[1]}{self.cc[2] if len(self.cc) > 2 else ''}"
 
     @property
     def ptx_version(self) -> str | None:
