@@ -202,7 +202,9 @@ def _explicit_cc_compile() -> bool:
     goes through ``compile``): their code is built for the ``cc`` given."""
     from numba.cuda import compiler
 
-    codes = {compiler.compile.__code__, compiler.compile_all.__code__}
+    # (unwrapped: compile is decorated with the compile lock, whose wrapper's
+    # code object every locked function shares)
+    codes = {inspect.unwrap(f).__code__ for f in (compiler.compile, compiler.compile_all)}
     f = sys._getframe(1)
     while f is not None:
         if f.f_code in codes:
