@@ -642,3 +642,12 @@ def setmaxnreg_dec(typingctx, r):
 
 setmaxnreg_inc = intrinsic(setmaxnreg_inc)
 setmaxnreg_dec = intrinsic(setmaxnreg_dec)
+
+
+# --- what checked mode checks here (the README's table is made from these) ------
+
+_checked.declare("wgmma_descriptor", "tile", _rules.not_in_space, name="tile", space="shared")
+_checked.declare("wgmma_descriptor", "tile", _rules.wgmma_stride, name="tile", axis="k", stride="…",
+                 expect="…", swizzle="…", major="…")
+_checked.declare("wgmma_descriptor", "tile", _rules.wgmma_base_align, name="tile", addr="…",
+                 align="8 x swizzle", swizzle="…")
