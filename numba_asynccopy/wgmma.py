@@ -616,6 +616,11 @@ def setmaxnreg_inc(typingctx, r):
     :func:`setmaxnreg_dec`); the kernel's register count at launch must not
     exceed ``r``.
 
+    The kernel needs a register limit: compile it with
+    ``@cuda.jit(launch_bounds=(threads, 1))`` (or ``max_registers=``).
+    Measured with ptxas 13: without one, ptxas drops every ``setmaxnreg``
+    without a word, and the warpgroups keep the launch's register count.
+
     Example::
 
         if cuda.threadIdx.x >= 128:          # consumer warpgroups
@@ -631,7 +636,8 @@ def setmaxnreg_dec(typingctx, r):
     registers for :func:`setmaxnreg_inc` of other warpgroups.
 
     PTX: ``setmaxnreg.dec.sync.aligned.u32 r;`` (sm_90a, PTX ISA 8.0),
-    warpgroup-collective; ``r`` a constant multiple of 8 in 24..256.
+    warpgroup-collective; ``r`` a constant multiple of 8 in 24..256.  Like
+    :func:`setmaxnreg_inc`, it needs a kernel compiled with launch bounds.
 
     Example::
 
