@@ -80,7 +80,13 @@ def _carve_typing(typingctx, dyn, offset, shape):
 
 from .._compat import intrinsic as _intrinsic  # noqa: E402  (literal-first typing)
 
-_carve = _intrinsic(_carve_typing)
+def _carve_sim(dyn, offset, shape):
+    """The simulator's ``_carve``: a plain view."""
+    n = int(np.prod(shape))
+    return dyn[offset:offset + n].reshape(shape)
+
+
+_carve = _carve_sim if ac.sim.ENABLED else _intrinsic(_carve_typing)
 
 BM = 128
 BK = 64
@@ -162,7 +168,10 @@ def make_hgemm(bn: int = 128, stages: int = 4, dtype: str = "bf16", out: str = "
                 ac.pipeline.consumer_release(pipe, prev)
             ac.wgmma_store(acc, C, m0 + 64 * c, n0, dtype=out)
 
-    return Hgemm(cuda.jit(launch_bounds=(THREADS, 1))(hgemm), bn, stages, shared_bytes(bn, stages))
+    # launch bounds give the kernel the register limit setmaxnreg needs (the
+    # simulator's jit takes no launch bounds and simulates no registers)
+    jit = cuda.jit if ac.sim.ENABLED else cuda.jit(launch_bounds=(THREADS, 1))
+    return Hgemm(jit(hgemm), bn, stages, shared_bytes(bn, stages))
 
 
 @dataclass(frozen=True)

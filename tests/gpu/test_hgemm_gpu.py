@@ -11,6 +11,8 @@ from numba import cuda
 
 from numba_asynccopy.examples import hgemm
 
+from ..conftest import skip_on_sim
+
 pytestmark = pytest.mark.gpu
 rng = np.random.default_rng()
 
@@ -27,8 +29,13 @@ def to_bf16_bits(x):
     return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
 
 
-@pytest.mark.parametrize("M,N,K", [(128, 128, 64), (256, 512, 512), (200, 136, 72), (64, 8, 8),
-                                   (300, 264, 1000)])
+LARGE = skip_on_sim("large shape: minutes in the simulator (tests/sim/test_sim_wgmma.py and "
+                    "the small shapes here run there)")
+
+
+@pytest.mark.parametrize("M,N,K", [(128, 128, 64), pytest.param(256, 512, 512, marks=LARGE),
+                                   (200, 136, 72), (64, 8, 8),
+                                   pytest.param(300, 264, 1000, marks=LARGE)])
 @pytest.mark.parametrize("bn,dtype", [(128, "bf16"), (256, "f16"), (64, "bf16")])
 def test_hgemm_matches_numpy(M, N, K, bn, dtype):
     a, av = inputs((M, K), dtype)
