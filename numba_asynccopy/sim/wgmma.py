@@ -202,7 +202,7 @@ def _block_state(blk) -> dict:
     return blk.__dict__.setdefault("_ac_wgmma", {"written": [], "ops": [], "meet": {}})
 
 
-def on_shared_write(api: str, name: str, blk, tile: np.ndarray, barrier_addr: int | None,
+def _on_shared_write(api: str, name: str, blk, tile: np.ndarray, barrier_addr: int | None,
                     swizzle: int | None, how: str) -> None:
     """A copy into the shared ``tile`` was issued (called by the copy twins):
     refuse it while an MMA still reads those bytes; record its swizzle."""
@@ -218,7 +218,7 @@ def on_shared_write(api: str, name: str, blk, tile: np.ndarray, barrier_addr: in
     st["written"].append((lo, hi, barrier_addr, swizzle, how))
 
 
-def on_release(api: str, blk, barrier_addr: int, where: str) -> None:
+def _on_release(api: str, blk, barrier_addr: int, where: str) -> None:
     """A pipeline slot whose fills completed on ``barrier_addr`` is released."""
     st = _block_state(blk)
     ranges = [(lo, hi) for lo, hi, bar, _, _ in st["written"] if bar == barrier_addr]
