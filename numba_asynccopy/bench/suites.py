@@ -24,6 +24,7 @@ from typing import Callable
 import numpy as np
 
 from . import suites_async as _async
+from . import suites_tc as _tc
 
 SIZES = {
     "full": {"copy_words": 1 << 28, "sgemm": (4096, 8192), "stencil": (16384, 16384)},
@@ -500,6 +501,7 @@ SUITES: dict[str, Callable[[Recorder], None]] = {
     "cluster": suite_cluster,
     **_async.SUITES,  # bulk, tma (suites_async.py)
     "idioms": suite_idioms,
+    "hgemm": _tc.suite_hgemm,  # tensor cores (suites_tc.py)
 }
 
 def suite_keys(name: str, quick: bool) -> list[str]:
@@ -507,6 +509,8 @@ def suite_keys(name: str, quick: bool) -> list[str]:
     sizes = SIZES["quick" if quick else "full"]
     if name in _async.SUITE_KEYS:
         return list(_async.SUITE_KEYS[name])
+    if name == "hgemm":
+        return _tc.suite_keys(quick)
     if name == "idioms":
         from .idioms import SUITE_KEYS as idiom_keys
 
