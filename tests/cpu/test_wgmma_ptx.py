@@ -233,3 +233,28 @@ def test_contract_errors_name_the_rule(stmt, message):
            f"    x = {stmt}\n")
     with pytest.raises(Exception, match=re.escape(message)):
         ptx_of(src)
+
+
+def test_checked_mode_traps_on_descriptor_views():
+    """Checked mode embeds the descriptor rules (shared memory, strides of
+    the layout, the swizzle atom's alignment) as traps with their texts."""
+    from .test_vector_ptx import trap_messages
+
+    src = ("def k(g, c, flag):\n"
+           "    s = cuda.shared.array((64, 64), np.uint16, alignment=1024)\n"
+           "    v, w = g.shape[0], g.shape[1]\n"  # run-time step and start: the checks stay
+           "    c[0, 0] = ac.wgmma_descriptor(s[0:64:w, v:v + 16], swizzle=128)\n")
+    with ac.checked_mode():
+        ptx = ptx_of(src)
+    msgs = "\n".join(trap_messages(ptx))
+    for text in ("wgmma_descriptor: `tile` is not in shared memory",
+                 "wgmma_descriptor: axis 0 of `tile` has stride %lld bytes where the major='K', "
+                 "swizzle=128 layout needs 128",
+                 "does not start in row 0 of a 1024-byte aligned atom as swizzle=128 needs"):
+        assert text in msgs, (text, msgs)
+    assert "trap;" not in ptx_of(src)
+    # a static view's strides and alignment are constants: those checks fold away
+    static = src.replace("s[0:64:w, v:v + 16]", "s[:, 0:16]")
+    with ac.checked_mode():
+        folded = "\n".join(trap_messages(ptx_of(static)))
+    assert "stride" not in folded and "aligned atom" not in folded and "shared memory" in folded
