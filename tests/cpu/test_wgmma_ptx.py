@@ -191,6 +191,8 @@ def test_inspect_compiles_for_sm_90a_when_a_form_needs_it():
     fn = kernel_from_source("def k(g, c, flag):\n    ac.wgmma_fence()\n    ac.wgmma_commit_group()\n")
     report = ac.inspect(fn, *SIG)
     assert report.target == "sm_90a" and ".target sm_90a" in report.ptx
+    assert report.min_target == "sm_90a" and "needs:          sm_90a, PTX ISA 8.0" in str(report)
+    assert {i.target for i in report.instructions} == {"sm_90a"}
     with pytest.raises(Exception, match="needs sm_90a"):
         ac.inspect(fn, *SIG, cc=(9, 0))
     assert ac.inspect(fn, *SIG, cc=(9, 0, "a")).target == "sm_90a"
