@@ -25,6 +25,7 @@ from .pragma import install as _install_pragmas
 from .pragma import pragma_nounroll
 from .vector import chunk_view, load2, load4, load_vec, store2, store4, store_vec, view4
 from .mma import bf16_to_f32, mma_zeros
+from .wgmma import wgmma_descriptor, wgmma_load_a, wgmma_store, wgmma_zero
 
 # Every public device function is bound from the family module its registry
 # row names: a new form is a row and a function, with no import to add here.
@@ -62,7 +63,9 @@ _VECTOR_API = ["chunk_view", "load2", "load4", "load_vec", "store2", "store4", "
 _PRAGMA_API = ["pragma_nounroll"]
 # tensor-core helpers that emit no PTX form of their own (a zero fragment, a bf16 read)
 _MMA_API = ["bf16_to_f32", "mma_zeros"]
-__all__ = [*_public_apis(), *_VECTOR_API, *_PRAGMA_API, *_MMA_API, *_HOST_API]
+# warpgroup MMA helpers that emit no PTX form of their own (descriptor arithmetic, fragments)
+_WGMMA_API = ["wgmma_descriptor", "wgmma_load_a", "wgmma_store", "wgmma_zero"]
+__all__ = [*_public_apis(), *_VECTOR_API, *_PRAGMA_API, *_MMA_API, *_WGMMA_API, *_HOST_API]
 
 from . import pipeline, sim
 

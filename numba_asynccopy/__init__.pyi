@@ -18,6 +18,7 @@ from .host.launch import ClusterLaunchError as ClusterLaunchError, LaunchTypeErr
 from .host.tensor_map import TensorMap as TensorMap, TensorMapTypeError as TensorMapTypeError
 from .mma import bf16_to_f32 as bf16_to_f32, mma_zeros as mma_zeros
 from .report import inspect as inspect
+from .wgmma import wgmma_descriptor as wgmma_descriptor, wgmma_load_a as wgmma_load_a, wgmma_store as wgmma_store, wgmma_zero as wgmma_zero
 
 __version__: str
 __all__ = [
@@ -85,6 +86,12 @@ __all__ = [
     'stmatrix',
     'f32_to_bf16',
     'mma_store',
+    'wgmma_fence',
+    'wgmma_commit_group',
+    'wgmma_wait_group',
+    'wgmma_mma_async',
+    'setmaxnreg_inc',
+    'setmaxnreg_dec',
     'chunk_view',
     'load2',
     'load4',
@@ -96,6 +103,10 @@ __all__ = [
     'pragma_nounroll',
     'bf16_to_f32',
     'mma_zeros',
+    'wgmma_descriptor',
+    'wgmma_load_a',
+    'wgmma_store',
+    'wgmma_zero',
     'ClusterLaunchError',
     'ContractError',
     'FORMS',
@@ -182,6 +193,12 @@ def mma_load_b(tile: Any, row: Any, col: Any, layout: Any = ...) -> Any: ...
 def stmatrix(tile: Any, idx: Any, values: Any, trans: Any = ...) -> Any: ...
 def f32_to_bf16(x: Any) -> Any: ...
 def mma_store(out: Any, row: Any, col: Any, acc: Any) -> Any: ...
+def wgmma_fence(acc: Any = ...) -> Any: ...
+def wgmma_commit_group() -> Any: ...
+def wgmma_wait_group(n: Any, acc: Any = ...) -> Any: ...
+def wgmma_mma_async(acc: Any, a: Any, b: Any, *, dtype: Any = ..., scale_d: Any = ..., scale_a: Any = ..., scale_b: Any = ..., trans_a: Any = ..., trans_b: Any = ...) -> Any: ...
+def setmaxnreg_inc(r: Any) -> Any: ...
+def setmaxnreg_dec(r: Any) -> Any: ...
 def chunk_view(arr: Any, idx: Any, n: Any) -> Any: ...
 def load2(arr: Any, idx: Any) -> Any: ...
 def load4(arr: Any, idx: Any) -> Any: ...

@@ -83,7 +83,7 @@ def intrinsic(fn: Callable) -> Any:
         if result is None:
             return None
         sig, codegen = result
-        typed_for = compile_cc()
+        typed_for = (compile_cc(), compile_arch())
 
         # numba caches an intrinsic's typing per argument types, not per
         # target: re-run the validation when lowering for another target so
@@ -91,7 +91,7 @@ def intrinsic(fn: Callable) -> Any:
         # lowering (sm_80 vs sm_90 forms) follows the target.
         def lower(context, builder, lsig, args):
             gen = codegen
-            if compile_cc() != typed_for:
+            if (compile_cc(), compile_arch()) != typed_for:
                 gen = _select_forms(fn, bound)[1]
             return gen(context, builder, lsig, args)
 
@@ -182,6 +182,43 @@ def compile_cc() -> tuple[int, int] | None:
     flags = ConfigStack.top_or_none()
     cc = getattr(flags, "compute_capability", None) if flags is not None else None
     return tuple(cc[:2]) if cc else None
+
+
+def compile_arch() -> str:
+    """The arch-specific feature suffix of the compile target (``"a"`` for
+    ``sm_90a``), or ``""``.
+
+    ``compile_ptx``/``compile`` build for exactly the ``cc`` they are given
+    (``cc=(9, 0, "a")`` is sm_90a, ``cc=(9, 0)`` plain sm_90).  A kernel the
+    dispatcher compiles for its launch is typed with the device's
+    ``(major, minor)`` but built like numba-cuda's codegen ``_ensure_cc``
+    does: with ``"a"`` from compute capability 9.0 on.
+    """
+    flags = ConfigStack.top_or_none()
+    cc = getattr(flags, "compute_capability", None) if flags is not None else None
+    if not cc:
+        return ""
+    if len(cc) > 2:
+        return str(cc[2] or "")
+    if _explicit_cc_compile():
+        return ""
+    return "a" if tuple(cc[:2]) >= (9, 0) else ""
+
+
+def _explicit_cc_compile() -> bool:
+    """True inside ``numba.cuda.compile``/``compile_all`` (``compile_ptx``
+    goes through ``compile``): their code is built for the ``cc`` given."""
+    from numba.cuda import compiler
+
+    # (unwrapped: compile is decorated with the compile lock, whose wrapper's
+    # code object every locked function shares)
+    codes = {inspect.unwrap(f).__code__ for f in (compiler.compile, compiler.compile_all)}
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code in codes:
+            return True
+        f = f.f_back
+    return False
 
 
 def patch_cache_key(extra: Callable[[], tuple]) -> None:

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
-from ._compat import TypingError, compile_cc
+from ._compat import TypingError, compile_arch, compile_cc
 
 Quals = tuple[tuple[str, tuple[str, ...]], ...]
 
@@ -51,6 +51,20 @@ class Form:
     # lowering emits the row ``replaced_by`` instead
     replaced_from: str | None = None
     replaced_by: str | None = None
+    # an arch-specific feature suffix as PTX spells it ("a": ``sm_90a``): the
+    # form then assembles for exactly ``sm_{min_sm}{arch}``, nothing newer or plain
+    arch: str = ""
+
+    @property
+    def target(self) -> str:
+        """The PTX target the form needs, as PTX spells it (``sm_90a``)."""
+        return f"sm_{self.min_sm}{self.arch}"
+
+    @property
+    def cc(self) -> tuple:
+        """The ``cc`` to compile it for (``compile_ptx(..., cc=row.cc)``)."""
+        base = (self.min_sm // 10, self.min_sm % 10)
+        return base + (self.arch,) if self.arch else base
 
     @property
     def api(self) -> str:
@@ -80,7 +94,15 @@ class Form:
             return
         api = api or self.api
         sm = cc[0] * 10 + cc[1]
-        if sm < self.min_sm:
+        if self.arch:
+            got = f"sm_{sm}{compile_arch()}"
+            if got != self.target:
+                raise TypingError(
+                    f"{api}: `{self.syntax}` needs {self.target} (PTX ISA {self.min_ptx}); "
+                    f"this kernel is compiled for {got} (compile-only paths: pass "
+                    f"cc=({self.min_sm // 10}, {self.min_sm % 10}, \"{self.arch}\"))"
+                )
+        elif sm < self.min_sm:
             raise TypingError(
                 f"{api}: `{self.syntax}` needs sm_{self.min_sm} "
                 f"(PTX ISA {self.min_ptx}); this kernel is compiled for sm_{sm}"
@@ -147,6 +169,7 @@ _WAIT_ORDERS = tuple(f".{s}.{c}" for s in ("acquire", "relaxed") for c in ("cta"
 _XYZ = ("axis", (".x", ".y", ".z"))
 _DSMEM_TYPES = ("s8", "u8", "s16", "u16", "b16", "s32", "u32", "f32", "s64", "u64", "f64")
 _REDUCE_OPS = ("add", "add.noftz", "min", "max", "inc", "dec", "and", "or", "xor")
+_WGMMA_N = tuple(str(n) for n in range(8, 257, 8))
 _REDUCE_TYPES = ("f16", "bf16", "u32", "s32", "u64", "s64", "f32", "f64", "b32", "b64")
 
 _F = Form
@@ -467,6 +490,41 @@ _ROWS = [
     _F("cvt.rn.bf16.f32", "cvt.rn.bf16.f32", "cvt.rn.bf16.f32 d, a;", "7.0", 80,
        ("f32_to_bf16", "mma_store"), "mma", operands=("d", "a"),
        example="out[0] = ac.f32_to_bf16(g[0])"),
+    # --- warpgroup MMA (wgmma.py), sm_90a only -----------------------------
+    _F("wgmma.fence", "wgmma.fence.sync.aligned", "wgmma.fence.sync.aligned;",
+       "8.0", 90, ("wgmma_fence",), "wgmma", example="ac.wgmma_fence()", arch="a"),
+    _F("wgmma.commit_group", "wgmma.commit_group.sync.aligned",
+       "wgmma.commit_group.sync.aligned;", "8.0", 90, ("wgmma_commit_group",), "wgmma",
+       example="ac.wgmma_commit_group()", arch="a"),
+    _F("wgmma.wait_group", "wgmma.wait_group.sync.aligned",
+       "wgmma.wait_group.sync.aligned N;", "8.0", 90, ("wgmma_wait_group",), "wgmma",
+       operands=("N",), example="ac.wgmma_wait_group(0)", arch="a"),
+    _F("wgmma.mma_async", "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{t}.{t}",
+       "wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16}.{bf16,f16} d, a-desc|{a-regs}, b-desc, scale-d, imm-scale-a, imm-scale-b{, imm-trans-a}, imm-trans-b;",
+       "8.0", 90, ("wgmma_mma_async",), "wgmma",
+       quals=(("n", _WGMMA_N), ("k", ("16",)), ("t", ("bf16", "f16"))),
+       operands=("d", "a-desc|a", "b-desc", "scale-d", "imm-scale-a", "imm-scale-b",
+                 "imm-trans-a", "imm-trans-b"),
+       example='out[0] = ac.wgmma_mma_async(ac.wgmma_zero(64), ac.wgmma_descriptor(hb[:, 0:16], swizzle=128), ac.wgmma_descriptor(hb[:, 16:32], swizzle=128), dtype="bf16")[0]',
+       arch="a"),
+    _F("wgmma.mma_async.tf32", "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{t}.{t}",
+       "wgmma.mma_async.sync.aligned.m64nNk8.f32.tf32.tf32 d, a-desc|{a-regs}, b-desc, scale-d, imm-scale-a, imm-scale-b;",
+       "8.0", 90, ("wgmma_mma_async",), "wgmma",
+       quals=(("n", _WGMMA_N), ("k", ("8",)), ("t", ("tf32",))),
+       operands=("d", "a-desc|a", "b-desc", "scale-d", "imm-scale-a", "imm-scale-b"),
+       example='out[0] = ac.wgmma_mma_async(ac.wgmma_zero(64), ac.wgmma_descriptor(hb[:, 0:16], swizzle=128), ac.wgmma_descriptor(hb[:, 16:32], swizzle=128), dtype="tf32")[0]',
+       arch="a"),
+    _F("wgmma.mma_async.f8", "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{t}.{t}",
+       "wgmma.mma_async.sync.aligned.m64nNk32.f32.{e4m3,e5m2}.{e4m3,e5m2} d, a-desc|{a-regs}, b-desc, scale-d, imm-scale-a, imm-scale-b;",
+       "8.0", 90, ("wgmma_mma_async",), "wgmma",
+       quals=(("n", _WGMMA_N), ("k", ("32",)), ("t", ("e4m3", "e5m2"))),
+       operands=("d", "a-desc|a", "b-desc", "scale-d", "imm-scale-a", "imm-scale-b"),
+       example='out[0] = ac.wgmma_mma_async(ac.wgmma_zero(64), ac.wgmma_descriptor(hb[:, 0:16], swizzle=128), ac.wgmma_descriptor(hb[:, 16:32], swizzle=128), dtype="e4m3")[0]',
+       arch="a"),
+    _F("setmaxnreg", "setmaxnreg.{op}.sync.aligned.u32", "setmaxnreg.{inc,dec}.sync.aligned.u32 r;",
+       "8.0", 90, ("setmaxnreg_inc", "setmaxnreg_dec"), "wgmma",
+       quals=(("op", ("inc", "dec")),), operands=("r",), example="ac.setmaxnreg_inc(232)",
+       arch="a"),
     # --- emitted by checked mode's diagnostics, not by a public call ---------
     _F("isspacep", "isspacep.{space}", "isspacep.space p, a;", "7.0", 80, (), "checked",
        quals=(("space", ("shared", "global", "local", "const", "param")),),
@@ -484,11 +542,13 @@ assert len(FORMS) == len(_ROWS), "duplicate form key"
 # One statement of ``Form.example`` runs in this kernel (tests, docs):
 # ``g`` float32[::1] global memory, ``tm`` a device tensor map (uint64[::1]),
 # ``out`` uint64[::1] for results, ``sh`` a 16 KiB shared float32 tile aligned
-# to 1024 bytes, ``bars`` four barriers.
+# to 1024 bytes, ``bars`` four barriers, ``hb`` a 64 x 64 tile of 16-bit
+# elements (bf16 bits) aligned to 1024 bytes.
 EXAMPLE_PRELUDE = """\
 def kernel(g, tm, out):
     sh = cuda.shared.array(4096, np.float32, alignment=1024)
     bars = cuda.shared.array(4, np.uint64)
+    hb = cuda.shared.array((64, 64), np.uint16, alignment=1024)
 """
 
 # the current intrinsic's name while its typing selects forms (see ``selecting``)
@@ -577,7 +637,7 @@ def feature_table() -> str:
             continue
         apis = ", ".join(f"`ac.{a}`" for a in row.apis)
         syntax = row.syntax.replace("|", "\\|")  # a bare | would end the cell
-        lines.append(f"| {apis} | `{syntax}` | {row.min_ptx} | sm_{row.min_sm} |")
+        lines.append(f"| {apis} | `{syntax}` | {row.min_ptx} | {row.target} |")
     return "\n".join(lines)
 
 

@@ -216,3 +216,46 @@ warp_not_converged = _rule(
     "together, at the same place; {why}")
 #: the ``why`` of warp_not_converged where the device sees it: the active mask
 warp_active_mask = _rule("warp_active_mask", "the active mask is {mask}")
+# Warpgroup MMA (wgmma): operands, descriptors and the asynchronous window.
+#: wgmma.wait_group's depth: at most this many groups may stay pending
+WGMMA_MAX_PENDING = 7
+wgmma_fragment = _rule(
+    "wgmma_fragment",
+    "`{name}` must be an f32 accumulator fragment of an m64nN MMA, a tuple of N/2 float32 "
+    "(ac.wgmma_zero(N)) for N in 8..256 step 8, got {got}")
+wgmma_no_transpose = _rule(
+    "wgmma_no_transpose",
+    "dtype={dtype!r} operands are K-major only: `trans_a`/`trans_b` must be False")
+wgmma_view = _rule(
+    "wgmma_view",
+    "`{name}` is {ndim}-D; a major={major!r} descriptor with swizzle={swizzle} reads a view of "
+    "shape {geometry}")
+wgmma_stride = _rule(
+    "wgmma_stride",
+    "axis {axis} of `{name}` has stride {stride} bytes where the major={major!r}, swizzle={swizzle} "
+    "layout needs {expect}")
+wgmma_base_align = _rule(
+    "wgmma_base_align",
+    "`{name}` (shared address {addr}) does not start in row 0 of a {align}-byte aligned atom as "
+    "swizzle={swizzle} needs (align the tile with cuda.shared.array(..., alignment=1024))")
+setmaxnreg_count = _rule(
+    "setmaxnreg_count", "`r`={value} must be a multiple of 8 in 24..256")
+wgmma_acc_in_flight = _rule(
+    "wgmma_acc_in_flight",
+    "{what} the accumulator fragment of a wgmma_mma_async issued at {issued} before a "
+    "wgmma_wait_group covers it: its registers are still being written (acc = "
+    "ac.wgmma_wait_group(n, acc) first)")
+wgmma_tile_in_flight = _rule(
+    "wgmma_tile_in_flight",
+    "{what} overlaps a shared tile that the wgmma_mma_async issued at {issued} still reads: "
+    "wait for it (wgmma_wait_group) before writing or refilling the tile")
+wgmma_swizzle_mismatch = _rule(
+    "wgmma_swizzle_mismatch",
+    "the descriptor of `{name}` says swizzle={swizzle} but the tile was written with "
+    "swizzle={written} ({how}): make the descriptor's swizzle the TensorMap's")
+wgmma_no_fence = _rule(
+    "wgmma_no_fence",
+    "wgmma_mma_async on accumulators written since the last wgmma_fence ({why}): call acc = "
+    "ac.wgmma_fence(acc) before the first MMA and after changing the fragment")
+wgmma_shape = _rule(
+    "wgmma_shape", "`{name}` describes {got}; this m64n{n}k{k} MMA reads {need}")

@@ -70,6 +70,8 @@ def device_pages() -> dict[str, list[str]]:
             fam = "pragma"
         if fam is None and name in getattr(ac, "_MMA_API", ()):
             fam = "mma"
+        if fam is None and name in getattr(ac, "_WGMMA_API", ()):
+            fam = "wgmma"
         if fam is not None:
             pages[fam].append(name)
     return pages

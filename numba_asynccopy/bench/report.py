@@ -121,6 +121,14 @@ def comparisons(quick: bool) -> list[Comparison]:
                 Comparison(f"HGEMM sm80 {dt} {n}^3", f"numba_hgemm_sm80_{dt}_{n}",
                            f"cublas_hgemm_{dt}_{n}", None),
             ]
+    # tensor cores (suites_tc.py): the targets, 0.75 of cuBLAS at 4096^3, 0.80 at 8192^3
+    from .suites_tc import DTYPES as _TC_DTYPES
+    from .suites_tc import SIZES as _TC_SIZES
+
+    for n in _TC_SIZES["quick" if quick else "full"]:
+        for d in _TC_DTYPES:
+            rows.append(Comparison(f"HGEMM {d} {n}^3 (wgmma)", f"numba_hgemm_{d}_{n}",
+                                   f"cublas_hgemm_{d}_{n}", 0.80 if n >= 8192 else 0.75))
     rows += [
         Comparison("stencil (cp.async halo)", "numba_stencil_async", "numba_stencil_plain", 1.0, "faster"),
         Comparison("stencil (cp.async halo)", "numba_stencil_async", "torch_copy", 0.85),

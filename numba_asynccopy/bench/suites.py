@@ -25,6 +25,7 @@ import numpy as np
 
 from . import suites_async as _async
 from . import suites_mma as _mma
+from . import suites_tc as _tc
 
 SIZES = {
     "full": {"copy_words": 1 << 28, "sgemm": (4096, 8192), "stencil": (16384, 16384)},
@@ -502,6 +503,7 @@ SUITES: dict[str, Callable[[Recorder], None]] = {
     **_async.SUITES,  # bulk, tma (suites_async.py)
     **_mma.SUITES,  # hgemm_sm80 (suites_mma.py)
     "idioms": suite_idioms,
+    "hgemm": _tc.suite_hgemm,  # tensor cores (suites_tc.py)
 }
 
 def suite_keys(name: str, quick: bool) -> list[str]:
@@ -511,6 +513,8 @@ def suite_keys(name: str, quick: bool) -> list[str]:
         return _mma.suite_keys(quick)
     if name in _async.SUITE_KEYS:
         return list(_async.SUITE_KEYS[name])
+    if name == "hgemm":
+        return _tc.suite_keys(quick)
     if name == "idioms":
         from .idioms import SUITE_KEYS as idiom_keys
 

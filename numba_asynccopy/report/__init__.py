@@ -29,7 +29,8 @@ from .parse import PtxLine, Resources, cluster_shape, parse_ptxas, shared_memory
 from .render import InspectReport
 
 DEFAULT_CC = (9, 0)
-_CC_RULE = "cc must be (major, minor), a tuple of two ints such as (9, 0)"
+_CC_RULE = ("cc must be (major, minor), a tuple of two ints such as (9, 0), or (9, 0, \"a\") "
+            "for the arch-specific sm_90a")
 
 
 def check_cc(cc: Any) -> tuple[int, int]:
@@ -47,6 +48,9 @@ def check_cc(cc: Any) -> tuple[int, int]:
     """
     if cc is None:
         return DEFAULT_CC
+    arch = ""
+    if isinstance(cc, (tuple, list)) and len(cc) == 3 and cc[2] in ("a", ""):
+        cc, arch = cc[:2], cc[2]
     if not isinstance(cc, (tuple, list)) or not all(
             isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in cc):
         raise TypeError(f"ac.inspect: {_CC_RULE}; got {cc!r}")
@@ -58,7 +62,7 @@ def check_cc(cc: Any) -> tuple[int, int]:
         raise ValueError(
             f"ac.inspect: cc={cc} is not a target of the installed CUDA toolkit; cc must be "
             f"one of {', '.join(map(str, targets))}")
-    return cc
+    return cc + (arch,) if arch else cc
 
 
 def inspect(kernel_or_pyfunc: Any, *argtypes_or_args: Any, cc: tuple[int, int] | None = None) -> InspectReport:
@@ -70,7 +74,9 @@ def inspect(kernel_or_pyfunc: Any, *argtypes_or_args: Any, cc: tuple[int, int] |
       type them; leave them out for a kernel compiled with a signature.
     - ``cc``: the compute capability to compile for, a ``(major, minor)``
       tuple of ints that the installed CUDA toolkit targets, default
-      (9, 0) (anything else raises TypeError or ValueError).  No GPU is
+      (9, 0) (anything else raises TypeError or ValueError); ``(9, 0, "a")``
+      is sm_90a, which the warpgroup MMA forms need (with no ``cc``, a kernel
+      that needs it is compiled for it).  No GPU is
       needed; an instruction the target lacks is the usual compile error.
 
     The report lists every asynchronous PTX instruction with its count and
@@ -97,11 +103,20 @@ def inspect(kernel_or_pyfunc: Any, *argtypes_or_args: Any, cc: tuple[int, int] |
         print(report)                       # or just `report` in a notebook
         report.count("cp.async.cg")         # -> 1
     """
+    default = cc is None
     cc = check_cc(cc)
     pyfunc = _pyfunc(kernel_or_pyfunc)
     argtypes = _signature(kernel_or_pyfunc, argtypes_or_args)
     fastmath = bool(getattr(kernel_or_pyfunc, "targetoptions", {}).get("fastmath", False))
-    ptx = compile_kernel_ptx(pyfunc, argtypes, cc, fastmath)
+    try:
+        ptx = compile_kernel_ptx(pyfunc, argtypes, cc, fastmath)
+    except Exception as e:
+        # with no cc given, a kernel of sm_90a-only forms (wgmma, setmaxnreg)
+        # is compiled for sm_90a, the target a launch on such a GPU builds
+        if not (default and f"needs sm_{cc[0]}{cc[1]}a " in str(e)):
+            raise
+        cc = cc + ("a",)
+        ptx = compile_kernel_ptx(pyfunc, argtypes, cc, fastmath)
 
     lines, sreg_forms = parse_ptx(ptx)
     shape, explicit = cluster_shape(ptx)

@@ -33,6 +33,12 @@ class Instruction:
     api: str | None  # public function(s) that emit it
     min_ptx: str | None
     min_sm: int | None
+    arch: str = ""  # an arch-specific target's suffix ("a": sm_90a)
+
+    @property
+    def target(self) -> str | None:
+        """The PTX target it needs (``sm_90a``), or None when unknown."""
+        return f"sm_{self.min_sm}{self.arch}" if self.min_sm else None
 
 
 #: rows named by a special register operand (``%cluster_ctarank``...)
@@ -104,7 +110,8 @@ def tally(lines: list[PtxLine], sreg_forms: dict[str, Form | None]) -> list[Inst
             best = rows[0]
             out.append(Instruction(
                 opcode, counts[opcode], best.key, ", ".join(best.apis),
-                max((r.min_ptx for r in rows), key=ptx_num), max(r.min_sm for r in rows)))
+                max((r.min_ptx for r in rows), key=ptx_num), max(r.min_sm for r in rows),
+                max(r.arch for r in rows)))
         else:
             out.append(Instruction(opcode, counts[opcode], None, None, None, None))
     return out

@@ -39,7 +39,7 @@ class InspectReport:
 
     @property
     def target(self) -> str:
-        return f"sm_{self.cc[0]}{self.cc[1]}"
+        return f"sm_{self.cc[0]}{self.cc[1]}{self.cc[2] if len(self.cc) > 2 else ''}"
 
     @property
     def ptx_version(self) -> str | None:
@@ -56,6 +56,14 @@ class InspectReport:
         """The oldest sm that runs every asynchronous instruction found."""
         reqs = self._needs()
         return max(s for _, s in reqs) if reqs else None
+
+    @property
+    def min_target(self) -> str | None:
+        """:attr:`min_sm` as the PTX target (``sm_90a`` where a form needs it)."""
+        if self.min_sm is None:
+            return None
+        arch = max((i.arch for i in self.instructions if i.min_sm == self.min_sm), default="")
+        return f"sm_{self.min_sm}{arch}"
 
     @property
     def min_ptx(self) -> str | None:
@@ -92,7 +100,7 @@ class InspectReport:
     def _summary(self) -> list[tuple[str, str]]:
         rows = []
         if self.min_sm is not None:
-            rows.append(("needs", f"sm_{self.min_sm}, PTX ISA {self.min_ptx}"))
+            rows.append(("needs", f"{self.min_target}, PTX ISA {self.min_ptx}"))
         else:
             rows.append(("needs", "no asynchronous instructions found"))
         if self.cluster:
@@ -131,7 +139,7 @@ class InspectReport:
             out.append("")
             out.append(f"  {'count':>5}  {'instruction':{w}}  {'PTX ISA':7}  {'sm':6}  API")
             for i in self.instructions:
-                sm = f"sm_{i.min_sm}" if i.min_sm else "?"
+                sm = i.target or "?"
                 api = ", ".join(f"ac.{a.strip()}" for a in i.api.split(",")) if i.api else "(not in the forms table)"
                 out.append(f"  {i.count:>5}  {i.opcode:{w}}  {i.min_ptx or '?':7}  {sm:6}  {api}")
             out.append("")
@@ -142,7 +150,7 @@ class InspectReport:
     def __repr__(self) -> str:
         return (f"<InspectReport {self.name} {self.target}: "
                 f"{sum(i.count for i in self.instructions)} async instructions, "
-                f"needs sm_{self.min_sm}>")
+                f"needs {self.min_target}>")
 
     def _repr_pretty_(self, p, cycle: bool) -> None:
         # IPython's text/plain (terminal IPython, text-only notebook views,
@@ -169,7 +177,7 @@ class InspectReport:
                 api = ", ".join(f"ac.{a.strip()}" for a in i.api.split(",")) if i.api else "(not in the forms table)"
                 parts.append(
                     f"<tr><td>{i.count}</td><td style='text-align:left'><code>{e(i.opcode)}</code></td>"
-                    f"<td>{e(i.min_ptx or '?')}</td><td>{e(f'sm_{i.min_sm}' if i.min_sm else '?')}</td>"
+                    f"<td>{e(i.min_ptx or '?')}</td><td>{e(i.target or '?')}</td>"
                     f"<td style='text-align:left'>{e(api)}</td></tr>")
             parts.append("</table>")
             parts.append("<details><summary>source lines and their asynchronous PTX</summary>"

@@ -100,9 +100,9 @@ _UNSUPPORTED_NAMES: dict[str, str] = {}
 
 
 def _family_modules():
-    from . import bulk, cluster, cp_async, fence, mbarrier, mma, pragma, tensor, vector
+    from . import bulk, cluster, cp_async, fence, mbarrier, mma, pragma, tensor, vector, wgmma
 
-    return (cp_async, fence, mbarrier, bulk, tensor, vector, cluster, pragma, mma)
+    return (cp_async, fence, mbarrier, bulk, tensor, vector, cluster, pragma, mma, wgmma)
 
 
 def _family(name: str, dev) -> str:

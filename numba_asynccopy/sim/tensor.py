@@ -226,6 +226,10 @@ def cp_async_bulk_tensor_load(dst, tensor_map, coords, mbar, *, multicast_mask=N
         _mb._check_init_fenced(api, bar)
         tile = _tile_bytes(d)
         _cp._check_reuse(api, "dst", blk, [tile])
+        from .wgmma import _on_shared_write  # an MMA may still read the tile; its swizzle
+
+        _on_shared_write(api, "dst", blk, tile, rt.address(b), spec.swizzle,
+                        f"a TMA load with swizzle={spec.swizzle}")
         op = _mb._issued(rt.AsyncOp([(tile, payload)], tx_bytes=spec.box_bytes), api)
         bar.attach(blk, op)
         _cp._track(blk, op, [tile], op.issued_at)

@@ -11,6 +11,16 @@ from numba.cuda.extending import _Intrinsic
 import numba_asynccopy as ac
 
 PINNED = {
+    'wgmma_fence': '(acc=None)',
+    'wgmma_commit_group': '()',
+    'wgmma_wait_group': '(n, acc=None)',
+    'wgmma_mma_async': '(acc, a, b, *, dtype=None, scale_d=True, scale_a=1, scale_b=1, trans_a=False, trans_b=False)',
+    'wgmma_descriptor': "(tile, swizzle=None, major='K')",
+    'wgmma_zero': '(n)',
+    'wgmma_store': '(acc, out, row0, col0, *, dtype=None)',
+    'wgmma_load_a': '(a, row0, col0)',
+    'setmaxnreg_inc': '(r)',
+    'setmaxnreg_dec': '(r)',
     'chunk_view': '(arr, idx, n)',
     'load2': '(arr, idx)',
     'load4': '(arr, idx)',

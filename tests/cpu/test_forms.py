@@ -50,8 +50,8 @@ def rows_in(ptx: str) -> set[str]:
 
 @pytest.mark.parametrize("row", PUBLIC, ids=lambda r: r.key)
 def test_row_example_compiles_at_min_sm_and_maps_back(row):
-    cc = (row.min_sm // 10, row.min_sm % 10)
-    ptx = compile_example(row, cc)
+    ptx = compile_example(row, row.cc)  # (9, 0, "a") for an sm_90a form
+    assert f".target {row.target}" in ptx
     want = row.key
     isa = _forms.nvvm_ptx_isa()
     if row.replaced_from and isa >= _forms.ptx_version(row.replaced_from):
@@ -61,8 +61,9 @@ def test_row_example_compiles_at_min_sm_and_maps_back(row):
 
 @pytest.mark.parametrize("row", PUBLIC, ids=lambda r: r.key)
 def test_row_example_is_refused_one_target_lower(row, monkeypatch):
+    # an arch-specific form (sm_90a): one lower is the plain target of its sm
     older = [t for t in TARGETS if t[0] * 10 + t[1] < row.min_sm]
-    if not older:
+    if not row.arch and not older:
         # NVVM compiles for no older target (ldmatrix is sm_75): the gate
         # itself must refuse sm_72 with the same words
         monkeypatch.setattr(_forms, "compile_cc", lambda: (7, 2))
@@ -70,15 +71,16 @@ def test_row_example_is_refused_one_target_lower(row, monkeypatch):
                            r"\(PTX ISA [\d.]+\); this kernel is compiled for sm_72"):
             row.gate(row.apis[0])
         return
-    lower = max(older)
+    lower = row.cc[:2] if row.arch else max(older)
     with pytest.raises(Exception) as e:  # numba re-raises it as its own TypingError
         compile_example(row, lower)
     msg = str(e.value)
     # the first gated form of the statement names the call, its sm and the target
-    m = re.search(r"(\w+): `[^`]+` needs sm_(\d+) \(PTX ISA [\d.]+\); this kernel is "
-                  rf"compiled for sm_{lower[0]}{lower[1]}", msg)
+    m = re.search(r"(\w+): `[^`]+` needs sm_(\d+)(a?) \(PTX ISA [\d.]+\); this kernel is "
+                  rf"compiled for sm_{lower[0]}{lower[1]}\b", msg)
     assert m, msg
     assert m.group(1) in row.apis and int(m.group(2)) == row.min_sm, msg
+    assert m.group(3) == row.arch, msg
 
 
 def test_qualifier_sets_expand_to_distinct_opcodes_and_fill_every_slot():

@@ -11,6 +11,40 @@ from numba_asynccopy import _rules
 # name -> [(fields, expected text)], the expected texts copied from the messages
 # of the release before the rulebook
 PINNED: dict[str, list[tuple[dict, str]]] = {
+    "wgmma_fragment": [(dict(name="acc", got="float32"),
+                        "`acc` must be an f32 accumulator fragment of an m64nN MMA, a tuple of "
+                        "N/2 float32 (ac.wgmma_zero(N)) for N in 8..256 step 8, got float32")],
+    "wgmma_no_transpose": [(dict(dtype="tf32"), "dtype='tf32' operands are K-major only: "
+                            "`trans_a`/`trans_b` must be False")],
+    "wgmma_view": [(dict(name="tile", ndim=3, major="K", swizzle=128, geometry="[rows, 32 bytes]"),
+                    "`tile` is 3-D; a major='K' descriptor with swizzle=128 reads a view of "
+                    "shape [rows, 32 bytes]")],
+    "wgmma_stride": [(dict(name="tile", axis=0, stride="%lld", expect=128, swizzle=128, major="K"),
+                      "axis 0 of `tile` has stride %lld bytes where the major='K', swizzle=128 "
+                      "layout needs 128")],
+    "wgmma_base_align": [(dict(name="tile", addr="0x%llx", align=1024, swizzle=128),
+                          "`tile` (shared address 0x%llx) does not start in row 0 of a 1024-byte "
+                          "aligned atom as swizzle=128 needs (align the tile with "
+                          "cuda.shared.array(..., alignment=1024))")],
+    "setmaxnreg_count": [(dict(value=20), "`r`=20 must be a multiple of 8 in 24..256")],
+    "wgmma_acc_in_flight": [(dict(what="reading", issued="k.py:3"),
+                             "reading the accumulator fragment of a wgmma_mma_async issued at "
+                             "k.py:3 before a wgmma_wait_group covers it: its registers are still "
+                             "being written (acc = ac.wgmma_wait_group(n, acc) first)")],
+    "wgmma_tile_in_flight": [(dict(what="a store", issued="k.py:3"),
+                              "a store overlaps a shared tile that the wgmma_mma_async issued at "
+                              "k.py:3 still reads: wait for it (wgmma_wait_group) before writing "
+                              "or refilling the tile")],
+    "wgmma_swizzle_mismatch": [(dict(name="a", swizzle=64, written=128, how="a TMA load"),
+                                "the descriptor of `a` says swizzle=64 but the tile was written "
+                                "with swizzle=128 (a TMA load): make the descriptor's swizzle the "
+                                "TensorMap's")],
+    "wgmma_no_fence": [(dict(why="no fence yet"),
+                        "wgmma_mma_async on accumulators written since the last wgmma_fence (no "
+                        "fence yet): call acc = ac.wgmma_fence(acc) before the first MMA and "
+                        "after changing the fragment")],
+    "wgmma_shape": [(dict(name="b", got="8 rows", n=64, k=16, need="64 rows"),
+                     "`b` describes 8 rows; this m64n64k16 MMA reads 64 rows")],
     "outside_range": [
         (dict(name="count", value=1048576, lo=1, hi=1048575),
          "`count`=1048576 is outside 1..1048575"),

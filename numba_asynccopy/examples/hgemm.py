@@ -1,0 +1,218 @@
+"""HGEMM on Hopper tensor cores: ``C = A @ B`` with bf16 or fp16 inputs and
+fp32 accumulation (``wgmma``), fed by a TMA pipeline (sm_90a).
+
+Layout: ``A`` is (M, K) and ``B`` is (K, N), both row-major, as torch holds
+them (bf16 as its bits in a uint16 array or a ``torch.uint16`` view; fp16 as
+float16); ``C`` is (M, N) row-major, float32 or the input type.
+
+Tiling: a block of 384 threads computes a ``BM x BN`` = 128 x ``bn`` tile of
+C, walking K in steps of ``BK`` = 64:
+
+- warpgroup 0 is the producer: it gives its registers away
+  (``setmaxnreg_dec(40)``) and one elected lane of its first warp issues,
+  per k-tile, the TMA loads of the A tile (128 x 64, 128-byte swizzle) and of
+  the B tile (64 x ``bn`` as ``bn / 64`` boxes of 64 x 64, 128-byte swizzle)
+  into a slot of an ``ac.pipeline.tma_pipeline`` of ``stages`` slots;
+- warpgroups 1 and 2 are the consumers (``setmaxnreg_inc(232)``): each owns
+  64 rows of the tile, and per k-tile waits for the slot, issues four
+  ``m64n{bn}k16`` MMAs on descriptors of the slot's tiles (B N-major:
+  ``trans_b=True``), commits them, waits for the previous k-tile's MMAs
+  (``wgmma_wait_group(1)``) and releases that k-tile's slot, so one group of
+  MMAs is always in flight while the next slot lands;
+- the epilogue stores each consumer's fragment with ``ac.wgmma_store``
+  (masked at the edges, converted to the output type).
+
+Edges: M, N and K need not be multiples of the tile: TMA zero-fills the
+parts of a box outside A or B (zeros add nothing to C), and the store is
+masked.  K and N must be multiples of 8 (TMA needs 16-byte row strides).
+
+Example::
+
+    from numba_asynccopy.examples import hgemm
+    gemm = hgemm.make_hgemm(bn=128, out="float32")
+    hgemm.run(gemm, A, B, C)          # device arrays; C = A @ B
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from numba import cuda
+
+import numba_asynccopy as ac
+
+def _carve_typing(typingctx, dyn, offset, shape):
+    """``dyn[offset:offset + prod(shape)]`` as a C-contiguous array of
+    ``shape`` (a constant tuple): numba's ``reshape`` of a shared slice calls
+    a runtime helper that does not link into a kernel."""
+    from numba.core import types as nbt
+
+    from .._compat import TypingError
+
+    if not all(isinstance(d, nbt.IntegerLiteral) for d in shape):
+        raise TypingError(f"_carve: `shape` must be a tuple of int constants, got {shape}")
+    dims = [d.literal_value for d in shape]
+    ty = nbt.Array(dyn.dtype, len(dims), "C")
+
+    def codegen(context, builder, sig, args):
+        from llvmlite import ir
+        from numba.cuda import cgutils
+
+        src = context.make_array(sig.args[0])(context, builder, args[0])
+        intp = context.get_value_type(nbt.intp)
+        off = context.cast(builder, args[1], sig.args[1], nbt.intp)
+        data = builder.gep(src.data, [off])
+        out = context.make_array(ty)(context, builder)
+        isz = context.get_abi_sizeof(context.get_data_type(dyn.dtype))
+        strides, acc = [], isz
+        for d in reversed(dims):
+            strides.insert(0, ir.Constant(intp, acc))
+            acc *= d
+        context.populate_array(out, data=data, shape=[ir.Constant(intp, d) for d in dims],
+                               strides=strides, itemsize=ir.Constant(intp, isz), meminfo=None)
+        return out._getvalue()
+
+    return ty(dyn, offset, shape), codegen
+
+
+from .._compat import intrinsic as _intrinsic  # noqa: E402  (literal-first typing)
+
+def _carve_sim(dyn, offset, shape):
+    """The simulator's ``_carve``: a plain view."""
+    n = int(np.prod(shape))
+    return dyn[offset:offset + n].reshape(shape)
+
+
+_carve = _carve_sim if ac.sim.ENABLED else _intrinsic(_carve_typing)
+
+BM = 128
+BK = 64
+THREADS = 384
+SWIZZLE = 128
+ATOM = 64  # bf16/fp16 elements in one 128-byte swizzle row
+
+
+@lru_cache(maxsize=None)
+def make_hgemm(bn: int = 128, stages: int = 4, dtype: str = "bf16", out: str = "float32"):
+    """The compiled kernel ``gemm(ta, tb, C)`` (``ta``/``tb`` the tensor maps
+    :func:`tensor_maps` builds); launch it with :func:`run`.  ``bn``: 64,
+    128 or 256 (the MMA's N); ``dtype``: ``"bf16"`` or ``"f16"``; ``out``:
+    ``"float32"``, ``"bf16"`` (uint16 bits) or ``"float16"``."""
+    if bn not in (64, 128, 192, 256):
+        raise ValueError(f"bn must be 64, 128, 192 or 256, got {bn}")
+    if dtype not in ("bf16", "f16"):
+        raise ValueError(f"dtype must be 'bf16' or 'f16', got {dtype!r}")
+    nb = bn // ATOM
+    a_elems, b_elems = stages * BM * BK, stages * nb * BK * ATOM
+    storage = np.uint16 if dtype == "bf16" else np.float16
+    copies = 1 + nb  # the A box and the B boxes of a stage
+    def hgemm(ta, tb, C, K):
+        dyn = cuda.shared.array(0, storage, alignment=1024)
+        sa = _carve(dyn, 0, (stages, BM, BK))
+        sb = _carve(dyn, a_elems, (stages, nb, BK, ATOM))
+        bars = cuda.shared.array((2, stages), np.uint64)
+        pipe = ac.pipeline.tma_pipeline(bars, stages, consumers=2, copies=copies)
+        ac.pipeline.init(pipe)
+        tid = cuda.threadIdx.x
+        wg = tid // 128
+        m0 = cuda.blockIdx.y * BM
+        n0 = cuda.blockIdx.x * bn
+        ktiles = (K + BK - 1) // BK
+        if wg == 0:
+            ac.setmaxnreg_dec(40)
+            if tid < 32:
+                if ac.elect_sync():
+                    ac.fence_proxy_tensormap(ta)
+                    ac.fence_proxy_tensormap(tb)
+                    st = ac.pipeline.producer_start(pipe)
+                    for t in range(ktiles):
+                        ac.pipeline.producer_acquire(pipe, st)
+                        ac.pipeline.copy_tensor(pipe, st, sa[st.slot], ta, (m0, t * BK), fence=False)
+                        for j in range(nb):
+                            ac.pipeline.copy_tensor(pipe, st, sb[st.slot, j], tb,
+                                                    (t * BK, n0 + ATOM * j), fence=False)
+                        ac.pipeline.producer_commit(pipe, st)
+                        st = ac.pipeline.advance(pipe, st)
+        else:
+            ac.setmaxnreg_inc(232)
+            c = wg - 1
+            leader = (tid % 128) == 0
+            acc = ac.wgmma_zero(bn)
+            st = ac.pipeline.consumer_start(pipe)
+            prev = st
+            for t in range(ktiles):
+                ac.pipeline.consumer_wait(pipe, st)
+                acc = ac.wgmma_fence(acc)
+                for kk in range(BK // 16):
+                    acc = ac.wgmma_mma_async(
+                        acc,
+                        ac.wgmma_descriptor(sa[st.slot, 64 * c:64 * c + 64, 16 * kk:16 * kk + 16],
+                                            swizzle=SWIZZLE),
+                        ac.wgmma_descriptor(sb[st.slot, :, 16 * kk:16 * kk + 16, :],
+                                            swizzle=SWIZZLE, major="MN"),
+                        dtype=dtype, scale_d=(t > 0) or (kk > 0), trans_b=True)
+                ac.wgmma_commit_group()
+                # the MMAs of k-tile t - 1 are done: free their slot
+                acc = ac.wgmma_wait_group(1, acc)
+                if t > 0 and leader:
+                    ac.pipeline.consumer_release(pipe, prev)
+                prev = st
+                st = ac.pipeline.advance(pipe, st)
+            acc = ac.wgmma_wait_group(0, acc)
+            # (K >= 1: ktiles >= 1.  Measured: a guard `ktiles > 0` here gives
+            # ptxas a path that skips the loop and it serializes the MMAs, C7515)
+            if leader:
+                ac.pipeline.consumer_release(pipe, prev)
+            ac.wgmma_store(acc, C, m0 + 64 * c, n0, dtype=out)
+
+    # launch bounds give the kernel the register limit setmaxnreg needs (the
+    # simulator's jit takes no launch bounds and simulates no registers)
+    jit = cuda.jit if ac.sim.ENABLED else cuda.jit(launch_bounds=(THREADS, 1))
+    return Hgemm(jit(hgemm), bn, stages, shared_bytes(bn, stages))
+
+
+@dataclass(frozen=True)
+class Hgemm:
+    """A compiled-on-first-launch HGEMM kernel and its tile parameters."""
+
+    kernel: Any
+    bn: int
+    stages: int
+    smem: int
+
+
+def shared_bytes(bn: int, stages: int) -> int:
+    """Dynamic shared memory of one block: the A and B slots."""
+    return stages * (BM * BK + (bn // ATOM) * BK * ATOM) * 2
+
+
+def tensor_maps(A: Any, B: Any) -> tuple[Any, Any]:
+    """The TMA maps of A (boxes of 128 x 64) and B (boxes of 64 x 64), 128-byte swizzle."""
+    return (ac.TensorMap(A, (BM, BK), swizzle=SWIZZLE), ac.TensorMap(B, (BK, ATOM), swizzle=SWIZZLE))
+
+
+def grid(M: int, N: int, bn: int) -> tuple[int, int]:
+    return (-(-N // bn), -(-M // BM))
+
+
+def check_shape(M: int, N: int, K: int) -> None:
+    if min(M, N, K) <= 0 or K % 8 or N % 8:
+        raise ValueError(f"hgemm needs M, N, K > 0 and K, N multiples of 8 (16-byte rows for "
+                         f"TMA); got M={M}, N={N}, K={K}")
+
+
+def run(gemm: Hgemm, A: Any, B: Any, C: Any, maps: tuple | None = None, stream: Any = 0) -> None:
+    """C = A @ B with a kernel from :func:`make_hgemm` (device arrays or torch tensors)."""
+    M, K = A.shape
+    N = B.shape[1]
+    check_shape(M, N, K)
+    ta, tb = maps if maps is not None else tensor_maps(A, B)
+    ac.launch(gemm.kernel, grid(M, N, gemm.bn), THREADS, (ta, tb, C, K), shared_mem=gemm.smem,
+              stream=stream)
+
+
+def flops(M: int, N: int, K: int) -> int:
+    return 2 * M * N * K

@@ -1,0 +1,66 @@
+"""The HGEMM example on the GPU: C = A @ B for bf16 and fp16 at several
+shapes, tile multiples and not (TMA zero-fill, masked stores), fp32 and
+converted outputs, against numpy on inputs whose fp32 sums are exact;
+outputs start as poison."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import cuda
+
+from numba_asynccopy.examples import hgemm
+
+from ..conftest import skip_on_sim
+
+pytestmark = pytest.mark.gpu
+rng = np.random.default_rng()
+
+
+def inputs(shape, dtype):
+    v = (rng.integers(-8, 9, shape) / 8).astype(np.float32)
+    if dtype == "bf16":
+        return (v.view(np.uint32) >> 16).astype(np.uint16), v.astype(np.float64)
+    return v.astype(np.float16), v.astype(np.float64)
+
+
+def to_bf16_bits(x):
+    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+LARGE = skip_on_sim("large shape: minutes in the simulator (tests/sim/test_sim_wgmma.py and "
+                    "the small shapes here run there)")
+
+
+@pytest.mark.parametrize("M,N,K", [(128, 128, 64), pytest.param(256, 512, 512, marks=LARGE),
+                                   (200, 136, 72), (64, 8, 8),
+                                   pytest.param(300, 264, 1000, marks=LARGE)])
+@pytest.mark.parametrize("bn,dtype", [(128, "bf16"), (256, "f16"), (64, "bf16")])
+def test_hgemm_matches_numpy(M, N, K, bn, dtype):
+    a, av = inputs((M, K), dtype)
+    b, bv = inputs((K, N), dtype)
+    ref = (av @ bv).astype(np.float32)
+    g = hgemm.make_hgemm(bn=bn, dtype=dtype)
+    c = cuda.to_device(np.full((M, N), np.nan, np.float32))
+    hgemm.run(g, cuda.to_device(a), cuda.to_device(b), c)
+    np.testing.assert_array_equal(c.copy_to_host(), ref)
+
+
+@pytest.mark.parametrize("out", ["bf16", "float16"])
+def test_hgemm_converted_output(out):
+    M, N, K = 192, 200, 128
+    a, av = inputs((M, K), "bf16")
+    b, bv = inputs((K, N), "bf16")
+    ref = (av @ bv).astype(np.float32)
+    g = hgemm.make_hgemm(bn=128, dtype="bf16", out=out)
+    dt = np.uint16 if out == "bf16" else np.float16
+    c = cuda.to_device(np.full((M, N), 0x7E7E if out == "bf16" else np.nan, dt))
+    hgemm.run(g, cuda.to_device(a), cuda.to_device(b), c)
+    want = to_bf16_bits(ref) if out == "bf16" else ref.astype(np.float16)
+    np.testing.assert_array_equal(c.copy_to_host().view(np.uint8), want.view(np.uint8))
+
+
+def test_hgemm_rejects_shapes_tma_cannot_map():
+    with pytest.raises(ValueError, match="multiples of 8"):
+        hgemm.check_shape(128, 100, 64)
