@@ -153,7 +153,8 @@ def _coords_text(first: int, rank: int) -> str:
 def ptx_tensor_load(o: TensorOptions) -> tuple[str, str]:
     """Operands: dst(r), map(l), coords innermost first (r...), mbar(r), [mask(h)], [policy(l)]."""
     key = "cp.async.bulk.tensor.g2s.multicast" if o.multicast else "cp.async.bulk.tensor.g2s"
-    opcode = form(key).opcode.format(rank=o.rank, hint=".L2::cache_hint" if o.cache_policy else "")
+    opcode = form(key).opcode.format(rank=o.rank, mode=".tile",
+                                     hint=".L2::cache_hint" if o.cache_policy else "")
     n = 2 + o.rank
     ops = ["[$0]", f"[$1, {_coords_text(2, o.rank)}]", f"[${n}]"]
     cons = ["r", "l"] + ["r"] * o.rank + ["r"]
@@ -164,9 +165,10 @@ def ptx_tensor_store(o: TensorOptions) -> tuple[str, str]:
     """Operands: map(l), coords innermost first (r...), src(r), [policy(l)]."""
     hint = ".L2::cache_hint" if o.cache_policy else ""
     if o.op is None:
-        opcode = form("cp.async.bulk.tensor.s2g").opcode.format(rank=o.rank, hint=hint)
+        opcode = form("cp.async.bulk.tensor.s2g").opcode.format(rank=o.rank, mode=".tile", hint=hint)
     else:
-        opcode = form("cp.reduce.async.bulk.tensor").opcode.format(rank=o.rank, op=o.op, hint=hint)
+        opcode = form("cp.reduce.async.bulk.tensor").opcode.format(rank=o.rank, op=o.op,
+                                                                   mode=".tile", hint=hint)
     ops = [f"[$0, {_coords_text(1, o.rank)}]", f"[${1 + o.rank}]"]
     cons = ["l"] + ["r"] * o.rank + ["r"]
     return instruction(opcode, ops, cons, policy=o.cache_policy)
@@ -543,7 +545,7 @@ def cp_async_bulk_prefetch_tensor(typingctx, tensor_map, coords, *, cache_policy
     if do_fence:
         select("fence.proxy.tensormap")
     opcode = form("cp.async.bulk.prefetch.tensor").opcode.format(
-        rank=rank, hint=".L2::cache_hint" if pol else "")
+        rank=rank, mode=".tile", hint=".L2::cache_hint" if pol else "")
     text, constraints = instruction(opcode, [f"[$0, {_coords_text(1, rank)}]"], ["l"] + ["r"] * rank,
                                     policy=pol)
 
