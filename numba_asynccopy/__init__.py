@@ -18,6 +18,7 @@ from .checked import checked_mode, is_checked, set_checked, wait_timeout_ns
 from .host import launch as _host_launch
 from .host.interop import InteropError, as_device_array, as_stream
 from .host.launch import ClusterLaunchError, LaunchTypeError, launch, max_active_clusters
+from .host.im2col import conv_corners
 from .host.tensor_map import TensorMap, TensorMapTypeError
 from .report import inspect
 from .pragma import install as _install_pragmas
@@ -43,6 +44,7 @@ _HOST_API = [
     "as_device_array",
     "as_stream",
     "checked_mode",
+    "conv_corners",
     "feature_table",
     "inspect",
     "is_checked",

@@ -59,6 +59,32 @@ class TensorMap(_tm.TensorMap):
                  interleave: int | None = None, l2_promotion: int | None = None,
                  oob_fill: str = "zero", element_strides: Sequence[int] | None = None,
                  dtype: str | None = None) -> None:
+        tensor, interface = self._sim_interface(array)
+        self._sim_build(array, tensor, _tm.describe(
+            interface, box, swizzle=swizzle, interleave=interleave, l2_promotion=l2_promotion,
+            oob_fill=oob_fill, element_strides=element_strides, dtype=dtype))
+
+    @classmethod
+    def im2col(cls, array: Any, *, channels_per_pixel: int, pixels_per_column: int,
+               lower_corner: Sequence[int], upper_corner: Sequence[int],
+               element_strides: Sequence[int] | None = None, swizzle: int | None = None,
+               l2_promotion: int | None = None, oob_fill: str = "zero",
+               dtype: str | None = None) -> "TensorMap":
+        """Simulator version of :meth:`numba_asynccopy.TensorMap.im2col`:
+        same arguments and validation, no driver."""
+        from ..host.im2col import describe_im2col
+
+        self = cls.__new__(cls)
+        tensor, interface = self._sim_interface(array)
+        self._sim_build(array, tensor, describe_im2col(
+            interface, channels_per_pixel=channels_per_pixel,
+            pixels_per_column=pixels_per_column, lower_corner=lower_corner,
+            upper_corner=upper_corner, element_strides=element_strides, swizzle=swizzle,
+            l2_promotion=l2_promotion, oob_fill=oob_fill, dtype=dtype))
+        return self
+
+    @staticmethod
+    def _sim_interface(array: Any) -> tuple[np.ndarray, dict]:
         tensor = rt.unwrap(array)
         if isinstance(array, np.ndarray) or not isinstance(tensor, np.ndarray):
             raise TypeError(
@@ -67,9 +93,10 @@ class TensorMap(_tm.TensorMap):
                 "(in the CUDA simulator: a simulator device array from cuda.to_device)")
         interface = dict(tensor.__array_interface__)
         interface.pop("mask", None)
-        self.spec = _tm.describe(interface, box, swizzle=swizzle, interleave=interleave,
-                                 l2_promotion=l2_promotion, oob_fill=oob_fill,
-                                 element_strides=element_strides, dtype=dtype)
+        return tensor, interface
+
+    def _sim_build(self, array: Any, tensor: np.ndarray, spec: _tm.TensorMapSpec) -> None:
+        self.spec = spec
         self.array = array  # keeps the tensor alive as long as the map
         self.tensor = tensor
         words = [0] * _tm.MAP_WORDS + self.spec.metadata()

@@ -58,6 +58,7 @@ PINNED = {
     'dsmem_store': '(view, rank, index, value)',
     'elect_sync': '(mask=4294967295)',
     'feature_table': "() -> 'str'",
+    'conv_corners': "(kernel_size: 'Sequence[int]', padding: 'Sequence[int] | int' = 0, dilation: 'Sequence[int] | int' = 1) -> 'tuple[tuple[int, ...], tuple[int, ...]]'",
     'fence_acq_rel_cluster': '()',
     'fence_mbarrier_init': '()',
     'fence_proxy_async': '(space=None)',
