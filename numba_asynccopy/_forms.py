@@ -144,6 +144,8 @@ _HINT = ("hint", ("", ".L2::cache_hint"))
 _RANK = ("rank", ("1", "2", "3", "4", "5"))
 # a tensor copy's load mode: the tiled rows take .tile, the im2col rows .im2col
 _TILE = ("mode", (".tile",))
+_IM2COL = ("mode", (".im2col",))
+_RANK_IM2COL = ("rank", ("3", "4", "5"))  # im2col maps are 3-D to 5-D
 _ARRIVE_ORDERS = tuple(f".{s}.{c}" for s in ("release", "relaxed") for c in ("cta", "cluster"))
 _WAIT_ORDERS = tuple(f".{s}.{c}" for s in ("acquire", "relaxed") for c in ("cta", "cluster"))
 _XYZ = ("axis", (".x", ".y", ".z"))
@@ -434,6 +436,31 @@ _ROWS = [
        "8.0", 90, ("cp_async_bulk_prefetch_tensor",), "tensor", quals=(_RANK, _TILE, _HINT),
        operands=("[tensorMap, tensorCoords]", "policy"),
        example="ac.cp_async_bulk_prefetch_tensor(tm, (0, 8))"),
+    # im2col mode (3-D to 5-D channels-last maps): the same templates, the
+    # .im2col mode and one unsigned 16-bit offset per spatial axis
+    _F("cp.async.bulk.tensor.g2s.im2col",
+       "cp.async.bulk.tensor.{rank}d.shared::cluster.global{mode}.mbarrier::complete_tx::bytes{hint}",
+       "cp.async.bulk.tensor.{3..5}d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes{.L2::cache_hint} [dst], [tmap, {c...}], [mbar], {off...}{, policy};",
+       "8.0", 90, ("cp_async_bulk_tensor_load_im2col",), "tensor",
+       quals=(_RANK_IM2COL, _IM2COL, _HINT),
+       operands=("[dstMem]", "[tensorMap, tensorCoords]", "[mbar]", "im2colOffsets", "policy"),
+       example="ac.cp_async_bulk_tensor_load_im2col(sh, tm, (0, 0, 0, 0), (0, 0), bars[0:])"),
+    _F("cp.async.bulk.tensor.g2s.im2col.multicast",
+       "cp.async.bulk.tensor.{rank}d.shared::cluster.global{mode}.mbarrier::complete_tx::bytes.multicast::cluster{hint}",
+       "cp.async.bulk.tensor.{3..5}d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes.multicast::cluster{.L2::cache_hint} [dst], [tmap, {c...}], [mbar], {off...}, ctaMask{, policy};",
+       "8.0", 90, ("cp_async_bulk_tensor_load_im2col",), "tensor",
+       quals=(_RANK_IM2COL, _IM2COL, _HINT),
+       operands=("[dstMem]", "[tensorMap, tensorCoords]", "[mbar]", "im2colOffsets", "ctaMask",
+                 "policy"),
+       example="ac.cp_async_bulk_tensor_load_im2col(sh, tm, (0, 0, 0, 0), (0, 0), bars[0:], "
+               "multicast_mask=3)"),
+    _F("cp.async.bulk.prefetch.tensor.im2col",
+       "cp.async.bulk.prefetch.tensor.{rank}d.L2.global{mode}{hint}",
+       "cp.async.bulk.prefetch.tensor.{3..5}d.L2.global.im2col{.L2::cache_hint} [tmap, {c...}], {off...}{, policy};",
+       "8.0", 90, ("cp_async_bulk_prefetch_tensor_im2col",), "tensor",
+       quals=(_RANK_IM2COL, _IM2COL, _HINT),
+       operands=("[tensorMap, tensorCoords]", "im2colOffsets", "policy"),
+       example="ac.cp_async_bulk_prefetch_tensor_im2col(tm, (0, 0, 0, 0), (0, 0))"),
     _F("prefetch.tensormap", "prefetch.tensormap",
        "prefetch.tensormap [tmap];", "8.0", 90, ("prefetch_tensormap",), "tensor",
        operands=("[a]",), example="ac.prefetch_tensormap(tm, fence=False)"),
@@ -441,7 +468,8 @@ _ROWS = [
        "fence.proxy.tensormap::generic.acquire.{cta,cluster,gpu,sys} [tmap], 128;",
        "8.3", 90, ("fence_proxy_tensormap", "cp_async_bulk_tensor_load",
                    "cp_async_bulk_tensor_store", "cp_reduce_async_bulk_tensor",
-                   "prefetch_tensormap"),
+                   "prefetch_tensormap", "cp_async_bulk_tensor_load_im2col",
+                   "cp_async_bulk_prefetch_tensor_im2col"),
        "tensor", quals=(("scope", ("cta", "cluster", "gpu", "sys")),), operands=("[addr]", "size"),
        example='ac.fence_proxy_tensormap(tm, "gpu")'),
     # --- emitted by checked mode's diagnostics, not by a public call ---------

@@ -48,6 +48,8 @@ PINNED = {
     'cp_async_bulk_prefetch_l2': '(src, *, cache_policy=None)',
     'cp_async_bulk_s2g': '(dst, src, *, cache_policy=None)',
     'cp_async_bulk_tensor_load': '(dst, tensor_map, coords, mbar, *, multicast_mask=None, cache_policy=None, fence=True)',
+    'cp_async_bulk_tensor_load_im2col': '(dst, tensor_map, coords, offsets, mbar, *, multicast_mask=None, cache_policy=None, fence=True)',
+    'cp_async_bulk_prefetch_tensor_im2col': '(tensor_map, coords, offsets, *, cache_policy=None, fence=True)',
     'cp_async_bulk_tensor_store': '(tensor_map, coords, src, *, cache_policy=None, fence=True)',
     'cp_async_mbarrier_arrive': '(bar, noinc=False)',
     'cp_reduce_async_bulk_s2g': '(dst, src, op, *, bf16=False, cache_policy=None)',
