@@ -255,14 +255,15 @@ def driver_args(spec: Im2colSpec) -> tuple:
 
 
 def numpy_im2col(x: np.ndarray, coords: Sequence[int], offsets: Sequence[int],
-                 spec: Im2colSpec) -> np.ndarray:
+                 spec: Im2colSpec, fill: Any = None) -> np.ndarray:
     """What one im2col load of ``spec`` brings, computed with numpy: the
     ``(pixels_per_column, channels_per_pixel)`` tile (the reference the
     simulator and the GPU tests check against; no swizzle applied).
 
     ``coords`` in array order ``(n, [d, [h,]] w, c)``; ``offsets`` one per
     spatial axis.  Raises ``ValueError`` when the first pixel lies outside
-    the bounding box (PTX leaves that undefined).
+    the bounding box (PTX leaves that undefined).  ``fill``: the value of
+    out-of-bounds elements (default: 0, or NaN for ``oob_fill="nan"``).
     """
     x = np.asarray(x)
     nsp = spec.rank - 2
@@ -276,8 +277,9 @@ def numpy_im2col(x: np.ndarray, coords: Sequence[int], offsets: Sequence[int],
         if not lo <= pos[a] <= hi:
             raise ValueError(f"im2col: coords[{a + 1}]={pos[a]} is outside the bounding box "
                              f"{lo}..{hi} of spatial axis {a}")
-    out = np.full((spec.pixels_per_column, spec.channels_per_pixel),
-                  np.nan if spec.oob_fill == "nan" else 0, dtype=x.dtype)
+    if fill is None:
+        fill = np.nan if spec.oob_fill == "nan" else 0
+    out = np.full((spec.pixels_per_column, spec.channels_per_pixel), fill, dtype=x.dtype)
     n, p = n0, list(pos)
     ch = np.arange(c0, c0 + spec.channels_per_pixel)
     ch_ok = (ch >= 0) & (ch < x.shape[-1])
