@@ -194,6 +194,11 @@ def describe_im2col(interface: dict, *, channels_per_pixel: int, pixels_per_colu
 
     lower = _corner("lower_corner", lower_corner, rank)
     upper = _corner("upper_corner", upper_corner, rank)
+    for a, (n, lo, up) in enumerate(zip(shape[1:-1], lower, upper)):
+        if n + up - lo < 1:  # "the bounding box ... must have non-zero area"
+            _fail("upper_corner", f"[{a}]={up} with lower_corner[{a}]={lo} leaves spatial axis {a} "
+                  f"(extent {n}) an empty bounding box {lo}..{n - 1 + up}; it must hold at least "
+                  "one position (extent + upper - lower >= 1)")
     cpp = _count("channels_per_pixel", channels_per_pixel, MAX_CHANNELS_PER_PIXEL)
     ppc = _count("pixels_per_column", pixels_per_column, MAX_PIXELS_PER_COLUMN)
     inner = cpp * isz

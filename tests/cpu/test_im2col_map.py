@@ -74,6 +74,8 @@ BAD = [
      "[0]=-32769 is outside -32768..32767"),
     ((2, 4, 4, 4, 16), np.float32, dict(lower_corner=(0, 0, 16), upper_corner=(0, 0, 0)),
      "lower_corner", "[2]=16 is outside -16..15"),
+    ((2, 8, 8, 16), np.float32, dict(lower_corner=(0, 3), upper_corner=(0, -5)), "upper_corner",
+     "[1]=-5 with lower_corner[1]=3 leaves spatial axis 1 (extent 8) an empty bounding box 3..2"),
     ((2, 8, 8, 16), np.float32, dict(channels_per_pixel=0), "channels_per_pixel",
      "=0 is outside 1..256"),
     ((2, 8, 8, 512), np.float32, dict(channels_per_pixel=257), "channels_per_pixel",
