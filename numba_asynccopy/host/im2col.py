@@ -18,10 +18,13 @@ Geometry, per spatial axis ``a`` of extent ``n`` (array axis order, e.g.
 - a load at ``coords = (n0, [d0, [h0,]] w0, c0)`` starts at that pixel and
   walks the box in raster order (W fastest, then H, D, then the next image
   N), stepping ``element_strides[a]`` positions along each spatial axis and
-  wrapping to ``lower_corner`` at the end of a row: the convolution's
-  stride;
-- the load's ``offsets`` (one per spatial axis, 0..2**16-1) are added to
-  every pixel's position: the filter tap times the dilation;
+  wrapping to ``lower_corner`` at the end of a row (the convolution's
+  stride); past the last row of an image it goes on at image
+  ``n + element_strides[0]`` (on the H200, with ``element_strides[0] = 2``
+  the walk did not visit image ``n + 1``);
+- the load's ``offsets`` (one per spatial axis, unsigned 16-bit: 65535 is
+  far out of bounds, not -1, on the H200) are added to every pixel's
+  position: the filter tap times the dilation;
 - positions outside the tensor load ``oob_fill`` (zero: the padding);
   each pixel brings channels ``c0 .. c0 + channels_per_pixel - 1``.
 
@@ -267,7 +270,8 @@ def numpy_im2col(x: np.ndarray, coords: Sequence[int], offsets: Sequence[int],
 
     ``coords`` in array order ``(n, [d, [h,]] w, c)``; ``offsets`` one per
     spatial axis.  Raises ``ValueError`` when the first pixel lies outside
-    the bounding box (PTX leaves that undefined).  ``fill``: the value of
+    the bounding box (PTX leaves that undefined; on the H200 such a load
+    failed with an illegal instruction).  ``fill``: the value of
     out-of-bounds elements (default: 0, or NaN for ``oob_fill="nan"``).
     """
     x = np.asarray(x)
@@ -299,5 +303,5 @@ def numpy_im2col(x: np.ndarray, coords: Sequence[int], offsets: Sequence[int],
                 break
             p[a] = box[a][0]
         else:
-            n += 1
+            n += spec.element_strides[0]  # the H200 skipped image n + 1 with a stride of 2
     return out

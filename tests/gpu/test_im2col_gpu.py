@@ -144,3 +144,14 @@ def test_checked_mode_passes_a_correct_gather():
     offsets) do not trap on a correct kernel, and the tiles are the same."""
     with ac.checked_mode():
         run_conv(11, 2, ppc=8, cpp=4)
+
+
+def test_the_image_axis_steps_by_its_element_stride():
+    x = np.arange(3 * 2 * 2 * 4, dtype=np.float32).reshape(3, 2, 2, 4) + 1
+    tmap = ac.TensorMap.im2col(cuda.to_device(x), channels_per_pixel=4, pixels_per_column=12,
+                               lower_corner=(0, 0), upper_corner=(0, 0),
+                               element_strides=(2, 1, 1, 1))
+    got = run(x, tmap, np.array([[0, 0, 0, 0]], np.int32), np.array([[0, 0]], np.int32), 12, 4)
+    np.testing.assert_array_equal(got[0, :4], x[0].reshape(4, 4))
+    np.testing.assert_array_equal(got[0, 4:8], x[2].reshape(4, 4))
+    assert not got[0, 8:].any()

@@ -165,3 +165,19 @@ def test_sim_im2col_map_validates_like_the_gpu():
     m = ac.TensorMap.im2col(x, channels_per_pixel=8, pixels_per_column=8, lower_corner=(0, 0),
                             upper_corner=(0, 0))
     assert m.mode == "im2col" and m.box_bytes == 256 and "TensorMap.im2col(" in repr(m)
+
+
+def test_the_image_axis_steps_by_its_element_stride():
+    """With element_strides[0] = 2 the walk goes on at image n + 2 after the
+    last row of image n (the H200 did not visit image n + 1; the GPU suite
+    checks that it reads image n + 2)."""
+    x = np.arange(3 * 2 * 2 * 4, dtype=np.float32).reshape(3, 2, 2, 4) + 1
+    tmap = ac.TensorMap.im2col(cuda.to_device(x), channels_per_pixel=4, pixels_per_column=12,
+                               lower_corner=(0, 0), upper_corner=(0, 0),
+                               element_strides=(2, 1, 1, 1))
+    out = np.zeros((1, 12, 4), np.float32)
+    cases.make_loader(4, 12, 4, np.float32)[1, 32](
+        tmap, np.array([[0, 0, 0, 0]], np.int32), np.array([[0, 0]], np.int32), out)
+    np.testing.assert_array_equal(out[0, :4], x[0].reshape(4, 4))
+    np.testing.assert_array_equal(out[0, 4:8], x[2].reshape(4, 4))  # image 1 skipped
+    assert not out[0, 8:].any()
