@@ -143,8 +143,31 @@ def validate_store(api, tensor_map, coords, src, cache_policy, fence, op=None, b
     if op is None:
         return TensorOptions(**o)
     name = literal_value(op, api, "op", kind=str, allowed=REDUCE_OPS)
+    observed = TENSOR_REDUCE_OBSERVED.get((name, str(src.dtype)))
+    if observed is not None and not bool_constant(bf16, api, "bf16"):
+        raise TypingError(f"{api}: op={name!r} on {src.dtype} elements is refused: {observed}")
     t = reduce_type(api, name, src.dtype, bool_constant(bf16, api, "bf16"), TENSOR_REDUCE_TYPES)
     return TensorOptions(op=name, ptx_type=t, **o)
+
+
+_PROBE = "benchmarks/h200-2026-12-01/reduce64/ (one process per form)"
+_INT64_MAP = ("on the H200 (driver 580) this reduction through an INT64 tensor map failed the "
+              "launch with CUDA_ERROR_ILLEGAL_INSTRUCTION, while the same kernel through a UINT64 "
+              f"map matched numpy ({_PROBE}); the bits are the same, so build the map over a "
+              "uint64 view (ac.TensorMap(x.view(np.uint64), box)) and reduce a uint64 tile")
+_INC_DEC_64 = ("PTX lists inc/dec tensor reductions for .u32 only, and on the H200 (driver 580) "
+               "the 64-bit forms failed the launch with CUDA_ERROR_ILLEGAL_INSTRUCTION through "
+               f"UINT64 and INT64 maps alike ({_PROBE})")
+_F64 = ("PTX lists no .f64 tensor reduction; on the H200 (driver 580) min/max/inc/dec/and/or/xor "
+        "through a FLOAT64 map failed the launch with CUDA_ERROR_ILLEGAL_INSTRUCTION and add "
+        f"matched numpy, but an undocumented form stays refused ({_PROBE}); "
+        "cp_reduce_async_bulk_s2g documents add.f64")
+#: (op, tile dtype) pairs refused for what the GPU did, with what was observed and how
+TENSOR_REDUCE_OBSERVED = {
+    **{(op, "int64"): _INT64_MAP for op in ("add", "and", "or", "xor")},
+    **{(op, dt): _INC_DEC_64 for op in ("inc", "dec") for dt in ("int64", "uint64")},
+    **{(op, "float64"): _F64 for op in REDUCE_OPS},
+}
 
 
 def _coords_text(first: int, rank: int) -> str:
@@ -432,10 +455,12 @@ def cp_reduce_async_bulk_tensor(typingctx, tensor_map, coords, src, op, *, bf16=
     PTX: ``cp.reduce.async.bulk.tensor.Nd.global.shared::cta.op.tile
     .bulk_group`` (sm_90, PTX ISA 8.0); the element type is the map's.
     ``op`` (constant): add (float16, bfloat16, float32, int32, uint32,
-    uint64), min/max (float16, bfloat16, int32, uint32, int64), inc/dec
-    (uint32), and/or/xor (32/64-bit integers); other pairs are compile-time
-    errors (``src``'s dtype stands for the map's; checked mode compares
-    them).  ``bf16=True`` with an int16/uint16 tile for a
+    uint64), min/max (float16, bfloat16, int32, uint32, int64, uint64),
+    inc/dec (uint32), and/or/xor (int32, uint32, uint64); other pairs are
+    compile-time errors, those the H200 refused saying what it did
+    (add/and/or/xor through an int64 map: an illegal instruction, so use a
+    uint64 view of the tensor).  ``src``'s dtype stands for the map's;
+    checked mode compares them.  ``bf16=True`` with an int16/uint16 tile for a
     ``TensorMap(..., dtype="bfloat16")``.  Completion as for
     :func:`cp_async_bulk_tensor_store`.
 
