@@ -143,3 +143,15 @@ def test_needs_sm_90():
                                         r"for sm_80"):
         compile_kernel("ac.cp_async_bulk_tensor_load_im2col(sh, tm, (c[0], c[1], c[2]), (1,), bar)",
                        cc=(8, 0))
+
+
+def test_conv2d_example_compiles_to_im2col_and_tiled_loads():
+    from numba_asynccopy.examples import conv2d as cv
+
+    kern = cv.make_conv2d(3, 3, (1, 1), (1, 1), (1, 1))
+    sig = (types.uint64[::1], types.uint64[::1], types.float32[:, ::1]) + (types.int64,) * 5
+    ptx = cuda.compile_ptx(kern.py_func, sig, cc=(9, 0))[0]
+    assert len(insts(ptx, r"cp\.async\.bulk\.tensor\.4d\.shared::cluster\.global\.im2col")) == 1
+    assert len(insts(ptx, r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile")) == 1
+    ops = sass(ptx)
+    assert "UTMALDG.4D.IM2COL" in ops and "UTMALDG.2D" in ops, ops
