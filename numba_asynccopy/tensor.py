@@ -29,7 +29,7 @@ from . import _rules
 from . import checked as _checked
 from ._compat import TypingError, intrinsic
 from ._forms import form, select
-from ._lowering import I64, as_i64, asm, generic_addr64, instruction, shared_addr32, trap_if
+from ._lowering import I32, I64, as_i64, asm, generic_addr64, instruction, shared_addr32, trap_if
 from ._regions import View, barrier_addr32, check_barrier, literal_value
 from .bulk import (
     TENSOR_REDUCE_TYPES,
@@ -53,6 +53,7 @@ from .host.tensor_map import (
     W_ITEMSIZE,
     W_MAGIC,
     W_RANK,
+    W_IM2COL_BOX,
     W_MODE,
     W_SMEM_ALIGN,
 )
@@ -641,6 +642,20 @@ def offsets_values(context, builder, ty, val, api: str):
     return list(reversed(vals))
 
 
+def check_im2col_start(context, builder, api: str, m: View, cs) -> None:
+    """Checked mode: the first pixel lies in the map's bounding box (on the
+    H200 a load starting outside it failed with an illegal instruction).
+    ``cs``: the coordinates innermost first (c, w, [h, [d,]] n)."""
+    spatial = list(reversed(cs[1:-1]))  # array order
+    for a, c in enumerate(spatial):
+        w = builder.load(builder.gep(m.data, [ir.Constant(I64, W_IM2COL_BOX + a)]))
+        lo = builder.trunc(w, I32)
+        hi = builder.trunc(builder.lshr(w, ir.Constant(I64, 32)), I32)
+        bad = builder.or_(builder.icmp_signed("<", c, lo), builder.icmp_signed(">", c, hi))
+        trap_if(context, builder, bad, api,
+                _rules.im2col_start(axis=1 + a, coord="%d", lo="%d", hi="%d"), [c, lo, hi])
+
+
 def _braces(first: int, n: int) -> str:
     return "{" + ", ".join(f"${first + i}" for i in range(n)) + "}"
 
@@ -671,10 +686,12 @@ def cp_async_bulk_tensor_load_im2col(typingctx, dst, tensor_map, coords, offsets
       pixels count too); ``multicast_mask``, ``cache_policy``, ``fence``
       as for :func:`cp_async_bulk_tensor_load`.
 
-    Checked mode traps on a map that is not an im2col map of this rank, a
-    tile that does not match its box, a misaligned first channel and an
-    offset outside 0..65535; the simulator also refuses a first pixel
-    outside the bounding box.
+    Checked mode (and the simulator, with the same words) traps on a map
+    that is not an im2col map of this rank, a tile that does not match its
+    box, a misaligned first channel, an offset outside 0..65535 and a first
+    pixel outside the bounding box (on the H200 a misaligned first channel
+    and a first pixel outside the box each failed the launch with an
+    illegal instruction).
 
     Example::
 
@@ -725,6 +742,7 @@ def cp_async_bulk_tensor_load_im2col(typingctx, dst, tensor_map, coords, offsets
         offs = offsets_values(context, builder, sig.args[3], args[3], api)
         if checked:
             check_inner_coord(context, builder, api, m, cs[0])
+            check_im2col_start(context, builder, api, m, cs)
         asm(builder, text, constraints,
             [shared_addr32(builder, d.data), maddr] + cs + [bar] + offs + extra)
         return context.get_dummy_value()
@@ -769,6 +787,7 @@ def cp_async_bulk_prefetch_tensor_im2col(typingctx, tensor_map, coords, offsets,
             check_space(context, builder, api, m, "global")
             check_map_and_tile(context, builder, api, m, rank, None, mode=1)
             check_inner_coord(context, builder, api, m, cs[0])
+            check_im2col_start(context, builder, api, m, cs)
         if do_fence:
             emit_fence(builder, maddr)
         extra = [as_i64(context, builder, args[3], sig.args[3])] if pol else []
@@ -818,6 +837,7 @@ _checked.declare(_IM2COL_APIS, "tensor_map", _rules.tensor_map_mode, mode="…",
 _checked.declare(_IM2COL_APIS, "coords", _rules.tensor_rank, rank="len(coords)", map_rank="…")
 _checked.declare(_IM2COL_APIS, "coords", _rules.tensor_inner_coord, coord="…", itemsize="…")
 _checked.declare(_IM2COL_APIS, "offsets", _rules.im2col_offset, axis="k", value="…")
+_checked.declare(_IM2COL_APIS, "coords", _rules.im2col_start, axis="k", coord="…", lo="…", hi="…")
 _checked.declare("cp_async_bulk_tensor_load_im2col", "dst", _rules.not_in_space, name="dst",
                  space="shared")
 _checked.declare("cp_async_bulk_tensor_load_im2col", "dst", _rules.tensor_not_dense, name="dst",

@@ -73,6 +73,8 @@ class Im2colSpec(_tm.TensorMapSpec):
     def metadata(self) -> list[int]:
         words = super().metadata()
         words[_tm.W_MODE - 16] = MODE_IM2COL
+        for a, (lo, hi) in enumerate(self.spatial_box()):  # checked mode's bounding-box rule
+            words[_tm.W_IM2COL_BOX - 16 + a] = ((hi & 0xFFFFFFFF) << 32) | (lo & 0xFFFFFFFF)
         return words
 
     def spatial_box(self) -> tuple[tuple[int, int], ...]:

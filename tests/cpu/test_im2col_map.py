@@ -36,6 +36,9 @@ def test_spec_of_an_nhwc_float32_tensor():
     words = spec.metadata()
     assert words[tm.W_MODE - 16] == ic.MODE_IM2COL and words[tm.W_RANK - 16] == 4
     assert words[tm.W_BOX_BYTES - 16] == 2048
+    # checked mode's bounding-box words: (last << 32) | (first & 0xFFFFFFFF), array order
+    assert words[tm.W_IM2COL_BOX - 16] == (8 << 32) | 0xFFFFFFFF
+    assert words[tm.W_IM2COL_BOX - 16 + 1] == (10 << 32) | 0xFFFFFFFF
     # a tiled map's mode word is 0
     assert tm.describe(cai((8, 8)), (8, 8)).metadata()[tm.W_MODE - 16] == ic.MODE_TILE
 

@@ -108,6 +108,9 @@ def test_checked_mode_reads_the_mode_word_and_assembles():
     """, checked=True)
     # word 27 (byte 216): the load mode, read by both loads
     assert len(re.findall(rf"ld(?:\.global)?\.u64\s+{RD}, \[{RD}\+216\];", ptx)) >= 2
+    # words 28, 29 (bytes 224, 232): the bounding box of h and w, for the first pixel
+    for byte in (224, 232):
+        assert re.search(rf"ld(?:\.global)?\.u64\s+{RD}, \[{RD}\+{byte}\];", ptx), byte
     sass(ptx)
 
 
