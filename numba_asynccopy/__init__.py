@@ -19,6 +19,7 @@ from .host import launch as _host_launch
 from .host.bf16 import bf16_array, bf16_values
 from .host.interop import InteropError, as_device_array, as_stream
 from .host.launch import ClusterLaunchError, LaunchTypeError, launch, max_active_clusters
+from .host.im2col import conv_corners
 from .host.tensor_map import TensorMap, TensorMapTypeError
 from .report import inspect
 from .pragma import install as _install_pragmas
@@ -48,6 +49,7 @@ _HOST_API = [
     "bf16_array",
     "bf16_values",
     "checked_mode",
+    "conv_corners",
     "feature_table",
     "inspect",
     "is_checked",

@@ -13,6 +13,7 @@ from ._compat import ContractError as ContractError
 from ._forms import feature_table as feature_table
 from .checked import checked_mode as checked_mode, is_checked as is_checked, set_checked as set_checked, wait_timeout_ns as wait_timeout_ns
 from .host.bf16 import bf16_array as bf16_array, bf16_values as bf16_values
+from .host.im2col import conv_corners as conv_corners
 from .host.interop import InteropError as InteropError, as_device_array as as_device_array, as_stream as as_stream
 from .host.launch import ClusterLaunchError as ClusterLaunchError, LaunchTypeError as LaunchTypeError, launch as launch, max_active_clusters as max_active_clusters
 from .host.tensor_map import TensorMap as TensorMap, TensorMapTypeError as TensorMapTypeError
@@ -77,6 +78,8 @@ __all__ = [
     'cp_async_bulk_tensor_store',
     'cp_reduce_async_bulk_tensor',
     'cp_async_bulk_prefetch_tensor',
+    'cp_async_bulk_tensor_load_im2col',
+    'cp_async_bulk_prefetch_tensor_im2col',
     'prefetch_tensormap',
     'fence_proxy_tensormap',
     'mma_sync',
@@ -119,6 +122,7 @@ __all__ = [
     'bf16_array',
     'bf16_values',
     'checked_mode',
+    'conv_corners',
     'feature_table',
     'inspect',
     'is_checked',
@@ -184,6 +188,8 @@ def cp_async_bulk_tensor_load(dst: Any, tensor_map: Any, coords: Any, mbar: Any,
 def cp_async_bulk_tensor_store(tensor_map: Any, coords: Any, src: Any, *, cache_policy: Any = ..., fence: Any = ...) -> Any: ...
 def cp_reduce_async_bulk_tensor(tensor_map: Any, coords: Any, src: Any, op: Any, *, bf16: Any = ..., cache_policy: Any = ..., fence: Any = ...) -> Any: ...
 def cp_async_bulk_prefetch_tensor(tensor_map: Any, coords: Any, *, cache_policy: Any = ..., fence: Any = ...) -> Any: ...
+def cp_async_bulk_tensor_load_im2col(dst: Any, tensor_map: Any, coords: Any, offsets: Any, mbar: Any, *, multicast_mask: Any = ..., cache_policy: Any = ..., fence: Any = ...) -> Any: ...
+def cp_async_bulk_prefetch_tensor_im2col(tensor_map: Any, coords: Any, offsets: Any, *, cache_policy: Any = ..., fence: Any = ...) -> Any: ...
 def prefetch_tensormap(tensor_map: Any, *, fence: Any = ...) -> Any: ...
 def fence_proxy_tensormap(tensor_map: Any, scope: Any = ...) -> Any: ...
 def mma_sync(a: Any, b: Any, c: Any, dtype: Any, shape: Any = ...) -> Any: ...

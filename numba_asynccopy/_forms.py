@@ -164,6 +164,10 @@ def _nvvm_header() -> tuple[str, str] | None:
 # qualifier sets several rows share
 _HINT = ("hint", ("", ".L2::cache_hint"))
 _RANK = ("rank", ("1", "2", "3", "4", "5"))
+# a tensor copy's load mode: the tiled rows take .tile, the im2col rows .im2col
+_TILE = ("mode", (".tile",))
+_IM2COL = ("mode", (".im2col",))
+_RANK_IM2COL = ("rank", ("3", "4", "5"))  # im2col maps are 3-D to 5-D
 _ARRIVE_ORDERS = tuple(f".{s}.{c}" for s in ("release", "relaxed") for c in ("cta", "cluster"))
 _WAIT_ORDERS = tuple(f".{s}.{c}" for s in ("acquire", "relaxed") for c in ("cta", "cluster"))
 _XYZ = ("axis", (".x", ".y", ".z"))
@@ -425,36 +429,61 @@ _ROWS = [
        example="ac.bulk_wait_group(0, read=True)"),
     # --- tensor (TMA) copies (tensor.py) ------------------------------------
     _F("cp.async.bulk.tensor.g2s",
-       "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes{hint}",
+       "cp.async.bulk.tensor.{rank}d.shared::cluster.global{mode}.mbarrier::complete_tx::bytes{hint}",
        "cp.async.bulk.tensor.{1..5}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes{.L2::cache_hint} [dst], [tmap, {c...}], [mbar]{, policy};",
-       "8.0", 90, ("cp_async_bulk_tensor_load",), "tensor", quals=(_RANK, _HINT),
+       "8.0", 90, ("cp_async_bulk_tensor_load",), "tensor", quals=(_RANK, _TILE, _HINT),
        operands=("[dstMem]", "[tensorMap, tensorCoords]", "[mbar]", "policy"),
        example="ac.cp_async_bulk_tensor_load(sh, tm, (0, 8), bars[0:])"),
     _F("cp.async.bulk.tensor.g2s.multicast",
-       "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster{hint}",
+       "cp.async.bulk.tensor.{rank}d.shared::cluster.global{mode}.mbarrier::complete_tx::bytes.multicast::cluster{hint}",
        "cp.async.bulk.tensor.{1..5}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster{.L2::cache_hint} [dst], [tmap, {c...}], [mbar], ctaMask{, policy};",
-       "8.0", 90, ("cp_async_bulk_tensor_load",), "tensor", quals=(_RANK, _HINT),
+       "8.0", 90, ("cp_async_bulk_tensor_load",), "tensor", quals=(_RANK, _TILE, _HINT),
        operands=("[dstMem]", "[tensorMap, tensorCoords]", "[mbar]", "ctaMask", "policy"),
        example="ac.cp_async_bulk_tensor_load(sh, tm, (0, 8), bars[0:], multicast_mask=3)"),
     _F("cp.async.bulk.tensor.s2g",
-       "cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group{hint}",
+       "cp.async.bulk.tensor.{rank}d.global.shared::cta{mode}.bulk_group{hint}",
        "cp.async.bulk.tensor.{1..5}d.global.shared::cta.tile.bulk_group{.L2::cache_hint} [tmap, {c...}], [src]{, policy};",
-       "8.0", 90, ("cp_async_bulk_tensor_store",), "tensor", quals=(_RANK, _HINT),
+       "8.0", 90, ("cp_async_bulk_tensor_store",), "tensor", quals=(_RANK, _TILE, _HINT),
        operands=("[tensorMap, tensorCoords]", "[srcMem]", "policy"),
        example="ac.cp_async_bulk_tensor_store(tm, (0, 8), sh)"),
     _F("cp.reduce.async.bulk.tensor",
-       "cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta.{op}.tile.bulk_group{hint}",
+       "cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta.{op}{mode}.bulk_group{hint}",
        "cp.reduce.async.bulk.tensor.{1..5}d.global.shared::cta.op.tile.bulk_group{.L2::cache_hint} [tmap, {c...}], [src]{, policy};",
        "8.0", 90, ("cp_reduce_async_bulk_tensor",), "tensor",
-       quals=(_RANK, ("op", ("add", "min", "max", "inc", "dec", "and", "or", "xor")), _HINT),
+       quals=(_RANK, ("op", ("add", "min", "max", "inc", "dec", "and", "or", "xor")), _TILE, _HINT),
        operands=("[tensorMap, tensorCoords]", "[srcMem]", "policy"),
        example='ac.cp_reduce_async_bulk_tensor(tm, (0, 8), sh, "add")'),
     _F("cp.async.bulk.prefetch.tensor",
-       "cp.async.bulk.prefetch.tensor.{rank}d.L2.global.tile{hint}",
+       "cp.async.bulk.prefetch.tensor.{rank}d.L2.global{mode}{hint}",
        "cp.async.bulk.prefetch.tensor.{1..5}d.L2.global.tile{.L2::cache_hint} [tmap, {c...}]{, policy};",
-       "8.0", 90, ("cp_async_bulk_prefetch_tensor",), "tensor", quals=(_RANK, _HINT),
+       "8.0", 90, ("cp_async_bulk_prefetch_tensor",), "tensor", quals=(_RANK, _TILE, _HINT),
        operands=("[tensorMap, tensorCoords]", "policy"),
        example="ac.cp_async_bulk_prefetch_tensor(tm, (0, 8))"),
+    # im2col mode (3-D to 5-D channels-last maps): the same templates, the
+    # .im2col mode and one unsigned 16-bit offset per spatial axis
+    _F("cp.async.bulk.tensor.g2s.im2col",
+       "cp.async.bulk.tensor.{rank}d.shared::cluster.global{mode}.mbarrier::complete_tx::bytes{hint}",
+       "cp.async.bulk.tensor.{3..5}d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes{.L2::cache_hint} [dst], [tmap, {c...}], [mbar], {off...}{, policy};",
+       "8.0", 90, ("cp_async_bulk_tensor_load_im2col",), "tensor",
+       quals=(_RANK_IM2COL, _IM2COL, _HINT),
+       operands=("[dstMem]", "[tensorMap, tensorCoords]", "[mbar]", "im2colOffsets", "policy"),
+       example="ac.cp_async_bulk_tensor_load_im2col(sh, tm, (0, 0, 0, 0), (0, 0), bars[0:])"),
+    _F("cp.async.bulk.tensor.g2s.im2col.multicast",
+       "cp.async.bulk.tensor.{rank}d.shared::cluster.global{mode}.mbarrier::complete_tx::bytes.multicast::cluster{hint}",
+       "cp.async.bulk.tensor.{3..5}d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes.multicast::cluster{.L2::cache_hint} [dst], [tmap, {c...}], [mbar], {off...}, ctaMask{, policy};",
+       "8.0", 90, ("cp_async_bulk_tensor_load_im2col",), "tensor",
+       quals=(_RANK_IM2COL, _IM2COL, _HINT),
+       operands=("[dstMem]", "[tensorMap, tensorCoords]", "[mbar]", "im2colOffsets", "ctaMask",
+                 "policy"),
+       example="ac.cp_async_bulk_tensor_load_im2col(sh, tm, (0, 0, 0, 0), (0, 0), bars[0:], "
+               "multicast_mask=3)"),
+    _F("cp.async.bulk.prefetch.tensor.im2col",
+       "cp.async.bulk.prefetch.tensor.{rank}d.L2.global{mode}{hint}",
+       "cp.async.bulk.prefetch.tensor.{3..5}d.L2.global.im2col{.L2::cache_hint} [tmap, {c...}], {off...}{, policy};",
+       "8.0", 90, ("cp_async_bulk_prefetch_tensor_im2col",), "tensor",
+       quals=(_RANK_IM2COL, _IM2COL, _HINT),
+       operands=("[tensorMap, tensorCoords]", "im2colOffsets", "policy"),
+       example="ac.cp_async_bulk_prefetch_tensor_im2col(tm, (0, 0, 0, 0), (0, 0))"),
     _F("prefetch.tensormap", "prefetch.tensormap",
        "prefetch.tensormap [tmap];", "8.0", 90, ("prefetch_tensormap",), "tensor",
        operands=("[a]",), example="ac.prefetch_tensormap(tm, fence=False)"),
@@ -462,7 +491,8 @@ _ROWS = [
        "fence.proxy.tensormap::generic.acquire.{cta,cluster,gpu,sys} [tmap], 128;",
        "8.3", 90, ("fence_proxy_tensormap", "cp_async_bulk_tensor_load",
                    "cp_async_bulk_tensor_store", "cp_reduce_async_bulk_tensor",
-                   "prefetch_tensormap"),
+                   "prefetch_tensormap", "cp_async_bulk_tensor_load_im2col",
+                   "cp_async_bulk_prefetch_tensor_im2col"),
        "tensor", quals=(("scope", ("cta", "cluster", "gpu", "sys")),), operands=("[addr]", "size"),
        example='ac.fence_proxy_tensormap(tm, "gpu")'),
     # --- tensor cores, Ampere style (mma.py) ----------------------------------

@@ -152,6 +152,17 @@ tensor_negative_coord = _rule(
     "tensor_negative_coord",
     "`coords`[{axis}]={coord} is negative; tensor stores and reductions need coordinates >= 0 "
     "(boxes may still run past the far edges)")
+tensor_map_mode = _rule(
+    "tensor_map_mode",
+    "`tensor_map` has load mode {mode} but this copy needs mode {need} (0: a tiled map, "
+    "ac.TensorMap(...); 1: an im2col map, ac.TensorMap.im2col(...))")
+im2col_offset = _rule(
+    "im2col_offset",
+    "`offsets`[{axis}]={value} is outside 0..65535 (im2col offsets are unsigned 16-bit)")
+im2col_start = _rule(
+    "im2col_start",
+    "`coords`[{axis}]={coord} is outside the im2col bounding box {lo}..{hi} of that axis "
+    "(the first pixel of a load must lie in it; PTX leaves anything else undefined)")
 
 # Asynchronous copies in flight (the simulator, at issue time).
 tx_overflow = _rule(

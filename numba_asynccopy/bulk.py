@@ -371,18 +371,22 @@ BULK_REDUCE_TYPES = {
 }
 
 # cp.reduce.async.bulk.tensor (the element type comes from the tensor map).
-# PTX lists 64-bit forms too (add.u64, min/max.s64, and/or/xor.b64), but on
-# the H200 (driver 580) `.or.b64` failed the launch with an illegal
-# instruction; the 64-bit forms stay rejected until each is verified there.
+# The 64-bit forms PTX lists (add.u64, min/max.u64/.s64, and/or/xor.b64)
+# were each run on the H200 (driver 580) against numpy, one process per
+# form (benchmarks/h200-2026-12-01/reduce64/): all pass through a UINT64
+# map, min/max also through an INT64 map; add and the bitwise ops through an
+# INT64 map fail the launch with an illegal instruction, so int64 tiles are
+# refused for them (tensor.TENSOR_REDUCE_OBSERVED says so and how to use a
+# uint64 view instead).
 TENSOR_REDUCE_TYPES = {
-    "add": ("f16", "bf16", "u32", "s32", "f32"),
-    "min": ("f16", "bf16", "u32", "s32"),
-    "max": ("f16", "bf16", "u32", "s32"),
+    "add": ("f16", "bf16", "u32", "s32", "f32", "u64"),
+    "min": ("f16", "bf16", "u32", "s32", "u64", "s64"),
+    "max": ("f16", "bf16", "u32", "s32", "u64", "s64"),
     "inc": ("u32",),
     "dec": ("u32",),
-    "and": ("b32",),
-    "or": ("b32",),
-    "xor": ("b32",),
+    "and": ("b32", "b64"),
+    "or": ("b32", "b64"),
+    "xor": ("b32", "b64"),
 }
 
 _PTX_TYPES = {

@@ -109,7 +109,7 @@ from .mbarrier import (
     ptx_wait,
     validate_wait,
 )
-from .tensor import cp_async_bulk_tensor_load, validate_load
+from .tensor import cp_async_bulk_tensor_load, cp_async_bulk_tensor_load_im2col, validate_load
 
 #: The position in the ring: ``slot`` (0..stages-1), ``phase`` bit (flips at
 #: every wrap) and ``step`` (advances so far), all uint32.
@@ -145,6 +145,7 @@ __all__ = [
     "consumer_wait",
     "copy_bulk",
     "copy_tensor",
+    "copy_tensor_im2col",
     "cp_async_pipeline",
     "group_pipeline",
     "init",
@@ -1088,6 +1089,59 @@ def copy_tensor(typingctx, pipe, state, dst, tensor_map, coords, fence=True, cac
             (False, True): local_policy, (False, False): local}[(bool(mask), policy)]
 
     return types.void(pipe, state, dst, tensor_map, coords, fence, cache_policy), _lower(impl)
+
+
+@intrinsic
+def copy_tensor_im2col(typingctx, pipe, state, dst, tensor_map, coords, offsets, fence=True,
+                       cache_policy=None):
+    """:func:`copy_tensor` for an im2col map: arrive on the slot's full
+    barrier expecting ``dst``'s bytes, then
+    ``cp_async_bulk_tensor_load_im2col(dst, tensor_map, coords, offsets, bar)``
+    (multicast to every CTA in a cluster pipeline, as :func:`copy_tensor`).
+
+    Example::
+
+        ac.pipeline.copy_tensor_im2col(pipe, st, a_ring[st.slot], xmap, (n, h0, w0, c0),
+                                       (r, s), fence=False)
+    """
+    api = "copy_tensor_im2col"
+    _tma_only(api, pipe, state)
+    f = literal_value(fence, api, "fence", kind=bool)
+    if not isinstance(f, bool):
+        raise TypingError(f"{api}: `fence` must be a bool constant, got {f!r}")
+    times, mask = _copy_plan(api, pipe)
+    policy = not is_absent(cache_policy)
+    u_times, u_mask = np.uint32(times), np.uint16(mask)
+
+    # one implementation per form (no untaken branch to type)
+    def multicast_policy(pipe, state, dst, tensor_map, coords, offsets, fence, cache_policy):
+        bar = _at(pipe.bars, state.slot)
+        mbarrier_arrive_expect_tx(bar, np.uint32(np.uint32(dst.size * dst.itemsize) * u_times))
+        cp_async_bulk_tensor_load_im2col(dst, tensor_map, coords, offsets, bar,
+                                         multicast_mask=u_mask, cache_policy=cache_policy, fence=f)
+
+    def multicast(pipe, state, dst, tensor_map, coords, offsets, fence, cache_policy):
+        bar = _at(pipe.bars, state.slot)
+        mbarrier_arrive_expect_tx(bar, np.uint32(np.uint32(dst.size * dst.itemsize) * u_times))
+        cp_async_bulk_tensor_load_im2col(dst, tensor_map, coords, offsets, bar,
+                                         multicast_mask=u_mask, fence=f)
+
+    def local_policy(pipe, state, dst, tensor_map, coords, offsets, fence, cache_policy):
+        bar = _at(pipe.bars, state.slot)
+        mbarrier_arrive_expect_tx(bar, np.uint32(dst.size * dst.itemsize))
+        cp_async_bulk_tensor_load_im2col(dst, tensor_map, coords, offsets, bar,
+                                         cache_policy=cache_policy, fence=f)
+
+    def local(pipe, state, dst, tensor_map, coords, offsets, fence, cache_policy):
+        bar = _at(pipe.bars, state.slot)
+        mbarrier_arrive_expect_tx(bar, np.uint32(dst.size * dst.itemsize))
+        cp_async_bulk_tensor_load_im2col(dst, tensor_map, coords, offsets, bar, fence=f)
+
+    impl = {(True, True): multicast_policy, (True, False): multicast,
+            (False, True): local_policy, (False, False): local}[(bool(mask), policy)]
+
+    return (types.void(pipe, state, dst, tensor_map, coords, offsets, fence, cache_policy),
+            _lower(impl))
 
 
 from . import sim as _sim  # noqa: E402

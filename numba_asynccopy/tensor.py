@@ -29,7 +29,7 @@ from . import _rules
 from . import checked as _checked
 from ._compat import TypingError, intrinsic
 from ._forms import form, select
-from ._lowering import I64, as_i64, asm, generic_addr64, instruction, shared_addr32, trap_if
+from ._lowering import I32, I64, as_i64, asm, generic_addr64, instruction, shared_addr32, trap_if
 from ._regions import View, barrier_addr32, check_barrier, literal_value
 from .bulk import (
     TENSOR_REDUCE_TYPES,
@@ -53,6 +53,8 @@ from .host.tensor_map import (
     W_ITEMSIZE,
     W_MAGIC,
     W_RANK,
+    W_IM2COL_BOX,
+    W_MODE,
     W_SMEM_ALIGN,
 )
 
@@ -142,8 +144,31 @@ def validate_store(api, tensor_map, coords, src, cache_policy, fence, op=None, b
     if op is None:
         return TensorOptions(**o)
     name = literal_value(op, api, "op", kind=str, allowed=REDUCE_OPS)
+    observed = TENSOR_REDUCE_OBSERVED.get((name, str(src.dtype)))
+    if observed is not None and not bool_constant(bf16, api, "bf16"):
+        raise TypingError(f"{api}: op={name!r} on {src.dtype} elements is refused: {observed}")
     t = reduce_type(api, name, src.dtype, bool_constant(bf16, api, "bf16"), TENSOR_REDUCE_TYPES)
     return TensorOptions(op=name, ptx_type=t, **o)
+
+
+_PROBE = "benchmarks/h200-2026-12-01/reduce64/ (one process per form)"
+_INT64_MAP = ("on the H200 (driver 580) this reduction through an INT64 tensor map failed the "
+              "launch with CUDA_ERROR_ILLEGAL_INSTRUCTION, while the same kernel through a UINT64 "
+              f"map matched numpy ({_PROBE}); the bits are the same, so build the map over a "
+              "uint64 view (ac.TensorMap(x.view(np.uint64), box)) and reduce a uint64 tile")
+_INC_DEC_64 = ("PTX lists inc/dec tensor reductions for .u32 only, and on the H200 (driver 580) "
+               "the 64-bit forms failed the launch with CUDA_ERROR_ILLEGAL_INSTRUCTION through "
+               f"UINT64 and INT64 maps alike ({_PROBE})")
+_F64 = ("PTX lists no .f64 tensor reduction; on the H200 (driver 580) min/max/inc/dec/and/or/xor "
+        "through a FLOAT64 map failed the launch with CUDA_ERROR_ILLEGAL_INSTRUCTION and add "
+        f"matched numpy, but an undocumented form stays refused ({_PROBE}); "
+        "cp_reduce_async_bulk_s2g documents add.f64")
+#: (op, tile dtype) pairs refused for what the GPU did, with what was observed and how
+TENSOR_REDUCE_OBSERVED = {
+    **{(op, "int64"): _INT64_MAP for op in ("add", "and", "or", "xor")},
+    **{(op, dt): _INC_DEC_64 for op in ("inc", "dec") for dt in ("int64", "uint64")},
+    **{(op, "float64"): _F64 for op in REDUCE_OPS},
+}
 
 
 def _coords_text(first: int, rank: int) -> str:
@@ -153,7 +178,8 @@ def _coords_text(first: int, rank: int) -> str:
 def ptx_tensor_load(o: TensorOptions) -> tuple[str, str]:
     """Operands: dst(r), map(l), coords innermost first (r...), mbar(r), [mask(h)], [policy(l)]."""
     key = "cp.async.bulk.tensor.g2s.multicast" if o.multicast else "cp.async.bulk.tensor.g2s"
-    opcode = form(key).opcode.format(rank=o.rank, hint=".L2::cache_hint" if o.cache_policy else "")
+    opcode = form(key).opcode.format(rank=o.rank, mode=".tile",
+                                     hint=".L2::cache_hint" if o.cache_policy else "")
     n = 2 + o.rank
     ops = ["[$0]", f"[$1, {_coords_text(2, o.rank)}]", f"[${n}]"]
     cons = ["r", "l"] + ["r"] * o.rank + ["r"]
@@ -164,9 +190,10 @@ def ptx_tensor_store(o: TensorOptions) -> tuple[str, str]:
     """Operands: map(l), coords innermost first (r...), src(r), [policy(l)]."""
     hint = ".L2::cache_hint" if o.cache_policy else ""
     if o.op is None:
-        opcode = form("cp.async.bulk.tensor.s2g").opcode.format(rank=o.rank, hint=hint)
+        opcode = form("cp.async.bulk.tensor.s2g").opcode.format(rank=o.rank, mode=".tile", hint=hint)
     else:
-        opcode = form("cp.reduce.async.bulk.tensor").opcode.format(rank=o.rank, op=o.op, hint=hint)
+        opcode = form("cp.reduce.async.bulk.tensor").opcode.format(rank=o.rank, op=o.op,
+                                                                   mode=".tile", hint=hint)
     ops = [f"[$0, {_coords_text(1, o.rank)}]", f"[${1 + o.rank}]"]
     cons = ["l"] + ["r"] * o.rank + ["r"]
     return instruction(opcode, ops, cons, policy=o.cache_policy)
@@ -224,10 +251,10 @@ def check_c_contiguous(context, builder, api: str, v: View) -> None:
 
 
 def check_map_and_tile(context, builder, api: str, m: View, rank: int, tile: View | None,
-                       dtype_code: int | None = None) -> None:
-    """Checked mode: the map buffer is a TensorMap of this rank, and the shared
-    tile (if any: a prefetch has none) matches its box (bytes, element size)
-    and alignment."""
+                       dtype_code: int | None = None, mode: int = 0) -> None:
+    """Checked mode: the map buffer is a TensorMap of this rank and load mode
+    (0 tiled, 1 im2col), and the shared tile (if any: a prefetch has none)
+    matches its box (bytes, element size) and alignment."""
     c = m.const
     short = builder.icmp_signed("<", m.shape[0], c(BUFFER_WORDS))
     trap_if(context, builder, short, api,
@@ -242,6 +269,9 @@ def check_map_and_tile(context, builder, api: str, m: View, rank: int, tile: Vie
     r = word(W_RANK)
     trap_if(context, builder, builder.icmp_unsigned("!=", r, ir.Constant(I64, rank)), api,
             _rules.tensor_rank(rank=rank, map_rank="%lld"), [r])
+    md = word(W_MODE)
+    trap_if(context, builder, builder.icmp_unsigned("!=", md, ir.Constant(I64, mode)), api,
+            _rules.tensor_map_mode(mode="%lld", need=mode), [md])
     if tile is None:
         return
     isz = word(W_ITEMSIZE)
@@ -426,10 +456,12 @@ def cp_reduce_async_bulk_tensor(typingctx, tensor_map, coords, src, op, *, bf16=
     PTX: ``cp.reduce.async.bulk.tensor.Nd.global.shared::cta.op.tile
     .bulk_group`` (sm_90, PTX ISA 8.0); the element type is the map's.
     ``op`` (constant): add (float16, bfloat16, float32, int32, uint32,
-    uint64), min/max (float16, bfloat16, int32, uint32, int64), inc/dec
-    (uint32), and/or/xor (32/64-bit integers); other pairs are compile-time
-    errors (``src``'s dtype stands for the map's; checked mode compares
-    them).  ``bf16=True`` with an int16/uint16 tile for a
+    uint64), min/max (float16, bfloat16, int32, uint32, int64, uint64),
+    inc/dec (uint32), and/or/xor (int32, uint32, uint64); other pairs are
+    compile-time errors, those the H200 refused saying what it did
+    (add/and/or/xor through an int64 map: an illegal instruction, so use a
+    uint64 view of the tensor).  ``src``'s dtype stands for the map's;
+    checked mode compares them.  ``bf16=True`` with an int16/uint16 tile for a
     ``TensorMap(..., dtype="bfloat16")``.  Completion as for
     :func:`cp_async_bulk_tensor_store`.
 
@@ -543,7 +575,7 @@ def cp_async_bulk_prefetch_tensor(typingctx, tensor_map, coords, *, cache_policy
     if do_fence:
         select("fence.proxy.tensormap")
     opcode = form("cp.async.bulk.prefetch.tensor").opcode.format(
-        rank=rank, hint=".L2::cache_hint" if pol else "")
+        rank=rank, mode=".tile", hint=".L2::cache_hint" if pol else "")
     text, constraints = instruction(opcode, [f"[$0, {_coords_text(1, rank)}]"], ["l"] + ["r"] * rank,
                                     policy=pol)
 
@@ -561,6 +593,208 @@ def cp_async_bulk_prefetch_tensor(typingctx, tensor_map, coords, *, cache_policy
         return context.get_dummy_value()
 
     return types.void(tensor_map, coords, cache_policy, fence), codegen
+
+
+# --- im2col mode -------------------------------------------------------------
+
+
+def check_offsets(api: str, ty, rank: int) -> int:
+    """``offsets``: a tuple of ``rank - 2`` integers (one per spatial axis),
+    literals within the instruction's unsigned 16-bit range."""
+    if not 3 <= rank <= 5:
+        raise TypingError(
+            f"{api}: `coords` has {rank} entries; an im2col load is 3-D to 5-D "
+            "((n, w, c), (n, h, w, c) or (n, d, h, w, c))")
+    need = rank - 2
+    if not isinstance(ty, types.BaseTuple):
+        raise TypingError(
+            f"{api}: `offsets` must be a tuple of {need} integers (one per spatial axis, array "
+            f"order: the filter tap times the dilation), got {ty}")
+    elems = list(ty)
+    if len(elems) != need:
+        raise TypingError(
+            f"{api}: `offsets` has {len(elems)} entries; a {rank}-D im2col load takes {need} "
+            "(one per spatial axis)")
+    for i, e in enumerate(elems):
+        if not isinstance(getattr(e, "literal_type", e), types.Integer):
+            raise TypingError(f"{api}: `offsets`[{i}] must be an integer, got {e}")
+        if isinstance(e, types.IntegerLiteral) and not 0 <= e.literal_value < 1 << 16:
+            raise TypingError(f"{api}: {_rules.im2col_offset(axis=i, value=e.literal_value)}")
+    return need
+
+
+def offsets_values(context, builder, ty, val, api: str):
+    """The offsets as i16, innermost first (PTX order); checked mode traps
+    on a value outside 0..65535 (checked on the full-width value)."""
+    vals = []
+    for i in range(len(ty)):
+        v, t = builder.extract_value(val, i), ty[i]
+        if _checked._note_compiled() and isinstance(t, types.Integer) and \
+                (t.bitwidth > 16 or t.signed):
+            wide = (builder.sext if t.signed else builder.zext)(v, I64) if t.bitwidth < 64 else v
+            if t.signed:
+                bad = builder.or_(builder.icmp_signed("<", wide, ir.Constant(I64, 0)),
+                                  builder.icmp_signed(">", wide, ir.Constant(I64, 0xFFFF)))
+            else:
+                bad = builder.icmp_unsigned(">", wide, ir.Constant(I64, 0xFFFF))
+            trap_if(context, builder, bad, api, _rules.im2col_offset(axis=i, value="%lld"), [wide])
+        vals.append(context.cast(builder, v, t, types.uint16))
+    return list(reversed(vals))
+
+
+def check_im2col_start(context, builder, api: str, m: View, cs) -> None:
+    """Checked mode: the first pixel lies in the map's bounding box (on the
+    H200 a load starting outside it failed with an illegal instruction).
+    ``cs``: the coordinates innermost first (c, w, [h, [d,]] n)."""
+    spatial = list(reversed(cs[1:-1]))  # array order
+    for a, c in enumerate(spatial):
+        w = builder.load(builder.gep(m.data, [ir.Constant(I64, W_IM2COL_BOX + a)]))
+        lo = builder.trunc(w, I32)
+        hi = builder.trunc(builder.lshr(w, ir.Constant(I64, 32)), I32)
+        bad = builder.or_(builder.icmp_signed("<", c, lo), builder.icmp_signed(">", c, hi))
+        trap_if(context, builder, bad, api,
+                _rules.im2col_start(axis=1 + a, coord="%d", lo="%d", hi="%d"), [c, lo, hi])
+
+
+def _braces(first: int, n: int) -> str:
+    return "{" + ", ".join(f"${first + i}" for i in range(n)) + "}"
+
+
+@intrinsic
+def cp_async_bulk_tensor_load_im2col(typingctx, dst, tensor_map, coords, offsets, mbar, *,
+                                     multicast_mask=None, cache_policy=None, fence=True):
+    """Load one im2col column block of ``tensor_map`` into ``dst`` (shared).
+
+    PTX: ``cp.async.bulk.tensor.Nd.shared::cluster.global.im2col
+    .mbarrier::complete_tx::bytes{.multicast::cluster}{.L2::cache_hint}
+    [dst], [map, {coords}], [mbar], {offsets}`` (N = 3, 4, 5; sm_90, PTX
+    ISA 8.0; ptxas advises sm_90a for multicast).
+
+    - ``tensor_map``: an :meth:`ac.TensorMap.im2col <numba_asynccopy.TensorMap.im2col>` map.
+    - ``dst``: the shared tile, C-contiguous ``(pixels_per_column,
+      channels_per_pixel)`` (``tensor_map.box_bytes`` bytes), aligned to
+      ``tensor_map.smem_alignment``.
+    - ``coords``: ``(n, [d, [h,]] w, c)`` in the array's axis order: the
+      first pixel (inside the map's bounding box, e.g. ``(n, p * stride -
+      pad, q * stride - pad, c0)`` for output pixel ``(p, q)``) and the
+      first channel (``c0`` times the element size a multiple of 16 bytes).
+    - ``offsets``: one integer per spatial axis (0..65535), added to every
+      pixel's position: ``(r * dilation, s * dilation)`` for filter tap
+      ``(r, s)``.  Pixels that land outside the tensor read the map's
+      ``oob_fill`` (zero: the convolution's padding).
+    - ``mbar``: completes ``box_bytes`` transaction bytes (out-of-bounds
+      pixels count too); ``multicast_mask``, ``cache_policy``, ``fence``
+      as for :func:`cp_async_bulk_tensor_load`.
+
+    Checked mode (and the simulator, with the same words) traps on a map
+    that is not an im2col map of this rank, a tile that does not match its
+    box, a misaligned first channel, an offset outside 0..65535 and a first
+    pixel outside the bounding box (on the H200 a misaligned first channel
+    and a first pixel outside the box each failed the launch with an
+    illegal instruction).
+
+    Example::
+
+        # NHWC input, 3x3 filter, padding 1: lo, up = ac.conv_corners((3, 3), 1)
+        if cuda.threadIdx.x == 0:
+            ac.mbarrier_arrive_expect_tx(bar, tmap.box_bytes)  # a literal in real code
+            ac.cp_async_bulk_tensor_load_im2col(tile, tmap, (n, p - 1, q - 1, c0), (r, s), bar)
+        ac.mbarrier_wait_parity(bar, 0)
+    """
+    api = "cp_async_bulk_tensor_load_im2col"
+    check_tile_view(api, "dst", dst)
+    check_tensor_map(api, tensor_map)
+    rank = check_coords(api, coords)
+    n_off = check_offsets(api, offsets, rank)
+    check_barrier(api, "mbar", mbar)
+    multicast = check_mask(api, multicast_mask)
+    key = "cp.async.bulk.tensor.g2s.im2col" + (".multicast" if multicast else "")
+    row = select(key)
+    pol = check_policy(api, cache_policy)
+    do_fence = bool_constant(fence, api, "fence")
+    if do_fence:
+        select("fence.proxy.tensormap")
+    sig = types.void(dst, tensor_map, coords, offsets, mbar, multicast_mask, cache_policy, fence)
+    opcode = row.opcode.format(rank=rank, mode=".im2col", hint=".L2::cache_hint" if pol else "")
+    nb = 2 + rank
+    ops = ["[$0]", f"[$1, {_coords_text(2, rank)}]", f"[${nb}]", _braces(nb + 1, n_off)]
+    cons = ["r", "l"] + ["r"] * rank + ["r"] + ["h"] * n_off
+    text, constraints = instruction(opcode, ops, cons, mask=multicast, policy=pol)
+
+    def codegen(context, builder, sig, args):
+        d = View(context, builder, sig.args[0], args[0], "dst")
+        m, maddr = _map_addr(context, builder, sig.args[1], args[1])
+        checked = _checked._note_compiled()
+        if checked:
+            check_space(context, builder, api, d, "shared")
+            check_space(context, builder, api, m, "global")
+            check_barrier_value(context, builder, api, sig.args[4], args[4])
+            check_map_and_tile(context, builder, api, m, rank, d, mode=1)
+        extra = []
+        if multicast:
+            extra.append(mask_value(context, builder, sig.args[5], args[5], api, checked))
+        if pol:
+            extra.append(as_i64(context, builder, args[6], sig.args[6]))
+        if do_fence:
+            emit_fence(builder, maddr)
+        bar = barrier_addr32(context, builder, sig.args[4], args[4])
+        cs = coords_values(context, builder, sig.args[2], args[2], api)
+        offs = offsets_values(context, builder, sig.args[3], args[3], api)
+        if checked:
+            check_inner_coord(context, builder, api, m, cs[0])
+            check_im2col_start(context, builder, api, m, cs)
+        asm(builder, text, constraints,
+            [shared_addr32(builder, d.data), maddr] + cs + [bar] + offs + extra)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def cp_async_bulk_prefetch_tensor_im2col(typingctx, tensor_map, coords, offsets, *,
+                                         cache_policy=None, fence=True):
+    """Prefetch into L2 what :func:`cp_async_bulk_tensor_load_im2col` with
+    the same ``coords`` and ``offsets`` would read (a hint: no shared
+    memory, no barrier).
+
+    PTX: ``cp.async.bulk.prefetch.tensor.Nd.L2.global.im2col{.L2::cache_hint}
+    [map, {coords}], {offsets}{, policy};`` (N = 3, 4, 5; sm_90, PTX ISA 8.0).
+
+    Example::
+
+        if cuda.threadIdx.x == 0:
+            ac.cp_async_bulk_prefetch_tensor_im2col(tmap, (n, p - 1, q - 1, c0 + 64), (r, s))
+    """
+    api = "cp_async_bulk_prefetch_tensor_im2col"
+    row = select("cp.async.bulk.prefetch.tensor.im2col")
+    check_tensor_map(api, tensor_map)
+    rank = check_coords(api, coords)
+    n_off = check_offsets(api, offsets, rank)
+    pol = check_policy(api, cache_policy)
+    do_fence = bool_constant(fence, api, "fence")
+    if do_fence:
+        select("fence.proxy.tensormap")
+    opcode = row.opcode.format(rank=rank, mode=".im2col", hint=".L2::cache_hint" if pol else "")
+    text, constraints = instruction(
+        opcode, [f"[$0, {_coords_text(1, rank)}]", _braces(1 + rank, n_off)],
+        ["l"] + ["r"] * rank + ["h"] * n_off, policy=pol)
+
+    def codegen(context, builder, sig, args):
+        m, maddr = _map_addr(context, builder, sig.args[0], args[0])
+        cs = coords_values(context, builder, sig.args[1], args[1], api)
+        offs = offsets_values(context, builder, sig.args[2], args[2], api)
+        if _checked._note_compiled():
+            check_space(context, builder, api, m, "global")
+            check_map_and_tile(context, builder, api, m, rank, None, mode=1)
+            check_inner_coord(context, builder, api, m, cs[0])
+            check_im2col_start(context, builder, api, m, cs)
+        if do_fence:
+            emit_fence(builder, maddr)
+        extra = [as_i64(context, builder, args[3], sig.args[3])] if pol else []
+        asm(builder, text, constraints, [maddr] + cs + offs + extra)
+        return context.get_dummy_value()
+
+    return types.void(tensor_map, coords, offsets, cache_policy, fence), codegen
 
 
 # --- what checked mode checks here (the README's table is made from these) ------
@@ -593,3 +827,35 @@ _checked.declare("cp_async_bulk_tensor_load", "mbar", _rules.not_in_space, name=
                  space="shared")
 _checked.declare("cp_async_bulk_tensor_load", "mbar", _rules.not_aligned, name="mbar", align=8,
                  addr="…")
+
+_IM2COL_APIS = ("cp_async_bulk_tensor_load_im2col", "cp_async_bulk_prefetch_tensor_im2col")
+_checked.declare(_IM2COL_APIS, "tensor_map", _rules.not_in_space, name="tensor_map", space="global")
+_checked.declare(_IM2COL_APIS, "tensor_map", _rules.tensor_map_words, words="…", need=BUFFER_WORDS)
+_checked.declare(_IM2COL_APIS, "tensor_map", _rules.tensor_map_magic)
+_checked.declare(_MAP_APIS, "tensor_map", _rules.tensor_map_mode, mode="…", need=0)
+_checked.declare(_IM2COL_APIS, "tensor_map", _rules.tensor_map_mode, mode="…", need=1)
+_checked.declare(_IM2COL_APIS, "coords", _rules.tensor_rank, rank="len(coords)", map_rank="…")
+_checked.declare(_IM2COL_APIS, "coords", _rules.tensor_inner_coord, coord="…", itemsize="…")
+_checked.declare(_IM2COL_APIS, "offsets", _rules.im2col_offset, axis="k", value="…")
+_checked.declare(_IM2COL_APIS, "coords", _rules.im2col_start, axis="k", coord="…", lo="…", hi="…")
+_checked.declare("cp_async_bulk_tensor_load_im2col", "dst", _rules.not_in_space, name="dst",
+                 space="shared")
+_checked.declare("cp_async_bulk_tensor_load_im2col", "dst", _rules.tensor_not_dense, name="dst",
+                 axis="k", stride="…", expect="…")
+_checked.declare("cp_async_bulk_tensor_load_im2col", "dst", _rules.tensor_itemsize, name="dst",
+                 itemsize="…", map_itemsize="…")
+_checked.declare("cp_async_bulk_tensor_load_im2col", "dst", _rules.tensor_box_bytes, name="dst",
+                 nbytes="…", box="…")
+_checked.declare("cp_async_bulk_tensor_load_im2col", "dst", _rules.tensor_smem_align, name="dst",
+                 addr="…", align="…")
+_checked.declare("cp_async_bulk_tensor_load_im2col", "mbar", _rules.barrier_empty, name="mbar")
+_checked.declare("cp_async_bulk_tensor_load_im2col", "mbar", _rules.not_in_space, name="mbar",
+                 space="shared")
+_checked.declare("cp_async_bulk_tensor_load_im2col", "mbar", _rules.not_aligned, name="mbar",
+                 align=8, addr="…")
+_checked.declare(_IM2COL_APIS, "coords",
+                 "`coords`[k]=… is outside -2**31..2**31-1 (tensor coordinates are signed 32-bit)")
+_checked.declare("cp_async_bulk_tensor_load_im2col", "multicast_mask",
+                 "multicast_mask is 0: the copy would land nowhere")
+_checked.declare("cp_async_bulk_tensor_load_im2col", "multicast_mask",
+                 "multicast_mask=… names a CTA rank outside this cluster of … CTAs")

@@ -30,6 +30,8 @@ MAP_WORDS = 16  # the 128-byte CUtensorMap
 BUFFER_WORDS = 32
 MAGIC = 0x414D54434E594341  # "ACYNCTMA" little-endian: marks a TensorMap buffer
 W_MAGIC, W_RANK, W_ITEMSIZE, W_SMEM_ALIGN, W_BOX_BYTES, W_DTYPE, W_BOX = 16, 17, 18, 19, 20, 21, 22
+W_MODE = 27  # 0: tiled, 1: im2col (after the five box words)
+W_IM2COL_BOX = 28  # im2col: per spatial axis, (last << 32) | (first & 0xFFFFFFFF) of the box
 
 # CUtensorMapDataType values (cuda.h ABI).
 DTYPE_CODES = {
@@ -320,10 +322,16 @@ def encode(spec: TensorMapSpec) -> list[int]:
     """The 16 words of the map, from the driver (needs a CUDA context)."""
     from cuda.bindings import driver
 
-    err, tmap = driver.cuTensorMapEncodeTiled(*driver_args(spec))
+    if getattr(spec, "mode", "tile") == "im2col":
+        from .im2col import driver_args as im2col_args
+
+        call, args = "cuTensorMapEncodeIm2col", im2col_args(spec)
+    else:
+        call, args = "cuTensorMapEncodeTiled", driver_args(spec)
+    err, tmap = getattr(driver, call)(*args)
     if err != driver.CUresult.CUDA_SUCCESS:
         # describe() passed it: a rule of the driver this package does not know
-        raise RuntimeError(f"TensorMap: cuTensorMapEncodeTiled refused a description that passed "
+        raise RuntimeError(f"TensorMap: {call} refused a description that passed "
                            f"this package's validation, with {err!r}, for {spec}")
     words = [int(w) for w in tmap.opaque]
     if len(words) != MAP_WORDS:
@@ -421,21 +429,79 @@ class TensorMap:
                  interleave: int | None = None, l2_promotion: int | None = None,
                  oob_fill: str = "zero", element_strides: Sequence[int] | None = None,
                  dtype: str | None = None) -> None:
+        interface, dtype = self._interface(array, dtype)
+        self._build(array, interface, describe(interface, box, swizzle=swizzle,
+                                               interleave=interleave, l2_promotion=l2_promotion,
+                                               oob_fill=oob_fill, element_strides=element_strides,
+                                               dtype=dtype))
+
+    @classmethod
+    def im2col(cls, array: Any, *, channels_per_pixel: int, pixels_per_column: int,
+               lower_corner: Sequence[int], upper_corner: Sequence[int],
+               element_strides: Sequence[int] | None = None, swizzle: int | None = None,
+               l2_promotion: int | None = None, oob_fill: str = "zero",
+               dtype: str | None = None) -> "TensorMap":
+        """An im2col map over a channels-last tensor, for
+        ``ac.cp_async_bulk_tensor_load_im2col`` (and its prefetch).
+
+        - ``array``: rank 3, 4 or 5, ``(N, W, C)``, ``(N, H, W, C)`` or
+          ``(N, D, H, W, C)``, with the tiled maps' layout rules.
+        - ``lower_corner``, ``upper_corner``: one int per spatial axis
+          (array order, e.g. ``(h, w)``): the bounding box of pixel
+          positions is ``lower .. extent - 1 + upper`` along each axis (both
+          included); ranges -32768..32767 (rank 3), -128..127 (rank 4),
+          -16..15 (rank 5).  For a convolution:
+          ``ac.conv_corners(kernel_size, padding, dilation)``.
+        - ``channels_per_pixel`` (1..256, spanning a multiple of 16 bytes,
+          at most the swizzle span) and ``pixels_per_column`` (1..1024): the
+          shared tile of one load is ``(pixels_per_column,
+          channels_per_pixel)``, ``box_bytes`` bytes.
+        - ``element_strides``: per axis 1..8, the channels' 1: the
+          traversal step along each spatial axis (the convolution stride).
+        - ``swizzle``, ``l2_promotion``, ``oob_fill``, ``dtype``: as for
+          the tiled map (no interleave).
+
+        Validated in Python first (each rule a ``ValueError`` naming the
+        argument), then encoded by ``cuTensorMapEncodeIm2col``.
+
+        Example::
+
+            x = cuda.to_device(np.random.rand(2, 8, 8, 16).astype(np.float32))  # NHWC
+            lo, up = ac.conv_corners((3, 3), padding=1)
+            tmap = ac.TensorMap.im2col(x, channels_per_pixel=16, pixels_per_column=32,
+                                       lower_corner=lo, upper_corner=up)
+            # in the kernel: tile (32, 16), offsets (r, s) of the filter tap
+            # ac.cp_async_bulk_tensor_load_im2col(tile, tmap, (n, h - 1, w - 1, 0), (r, s), bar)
+        """
+        from .im2col import describe_im2col
+
+        self = cls.__new__(cls)
+        interface, dtype = self._interface(array, dtype)
+        self._build(array, interface, describe_im2col(
+            interface, channels_per_pixel=channels_per_pixel,
+            pixels_per_column=pixels_per_column, lower_corner=lower_corner,
+            upper_corner=upper_corner, element_strides=element_strides, swizzle=swizzle,
+            l2_promotion=l2_promotion, oob_fill=oob_fill, dtype=dtype))
+        return self
+
+    @staticmethod
+    def _interface(array: Any, dtype: str | None) -> tuple[dict, str | None]:
+        """The array's interface and the dtype to describe it with."""
         from .interop import bf16_interface
 
         interface = bf16_interface(array, "TensorMap", "`array`")
         if interface is not None:  # a torch bfloat16 tensor: its bits, described as bfloat16
-            dtype = "bfloat16" if dtype is None else dtype
-        else:
-            interface = getattr(array, "__cuda_array_interface__", None)
+            return interface, ("bfloat16" if dtype is None else dtype)
+        interface = getattr(array, "__cuda_array_interface__", None)
         if interface is None:
             raise TypeError(
                 f"TensorMap: `array` must expose __cuda_array_interface__ (a Numba device "
                 f"array, CuPy array or PyTorch CUDA tensor), got {type(array).__name__}"
             )
-        self.spec = describe(interface, box, swizzle=swizzle, interleave=interleave,
-                             l2_promotion=l2_promotion, oob_fill=oob_fill,
-                             element_strides=element_strides, dtype=dtype)
+        return interface, dtype
+
+    def _build(self, array: Any, interface: dict, spec: TensorMapSpec) -> None:
+        self.spec = spec
         self.array = array  # keeps the tensor alive as long as the map
         from numba import cuda
 
@@ -465,6 +531,11 @@ class TensorMap:
         return self.spec.box
 
     @property
+    def mode(self) -> str:
+        """``"tile"`` or ``"im2col"``."""
+        return getattr(self.spec, "mode", "tile")
+
+    @property
     def box_bytes(self) -> int:
         """Bytes one tensor copy moves: the ``expect_tx`` count per copy."""
         return self.spec.box_bytes
@@ -476,5 +547,11 @@ class TensorMap:
 
     def __repr__(self) -> str:
         s = self.spec
+        if self.mode == "im2col":
+            return (f"TensorMap.im2col({s.dtype}{list(s.shape)}, channels_per_pixel="
+                    f"{s.channels_per_pixel}, pixels_per_column={s.pixels_per_column}, "
+                    f"lower_corner={s.lower_corner}, upper_corner={s.upper_corner}, "
+                    f"element_strides={s.element_strides}, swizzle={s.swizzle}, "
+                    f"oob_fill={s.oob_fill!r})")
         return (f"TensorMap({s.dtype}{list(s.shape)}, box={s.box}, swizzle={s.swizzle}, "
                 f"interleave={s.interleave}, oob_fill={s.oob_fill!r})")

@@ -391,6 +391,15 @@ def copy_tensor(pipe, state, dst, tensor_map, coords, fence=True, cache_policy=N
                                       cache_policy=cache_policy)
 
 
+@mirrors(_dev.copy_tensor_im2col)
+def copy_tensor_im2col(pipe, state, dst, tensor_map, coords, offsets, fence=True,
+                       cache_policy=None):
+    bar, mask = _copy("copy_tensor_im2col", pipe, state, dst)
+    _tensor.cp_async_bulk_tensor_load_im2col(dst, tensor_map, coords, offsets, bar,
+                                             multicast_mask=mask, fence=fence,
+                                             cache_policy=cache_policy)
+
+
 @mirrors(_dev.producer_commit, _NOTES["producer_commit"])
 def producer_commit(pipe, state):
     api = "producer_commit"

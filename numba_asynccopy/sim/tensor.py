@@ -29,6 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _rules
+from ..host import im2col as _im2col
 from ..host import tensor_map as _tm
 from . import _runtime as rt
 from . import cp_async as _cp
@@ -59,6 +60,32 @@ class TensorMap(_tm.TensorMap):
                  interleave: int | None = None, l2_promotion: int | None = None,
                  oob_fill: str = "zero", element_strides: Sequence[int] | None = None,
                  dtype: str | None = None) -> None:
+        tensor, interface = self._sim_interface(array)
+        self._sim_build(array, tensor, _tm.describe(
+            interface, box, swizzle=swizzle, interleave=interleave, l2_promotion=l2_promotion,
+            oob_fill=oob_fill, element_strides=element_strides, dtype=dtype))
+
+    @classmethod
+    def im2col(cls, array: Any, *, channels_per_pixel: int, pixels_per_column: int,
+               lower_corner: Sequence[int], upper_corner: Sequence[int],
+               element_strides: Sequence[int] | None = None, swizzle: int | None = None,
+               l2_promotion: int | None = None, oob_fill: str = "zero",
+               dtype: str | None = None) -> "TensorMap":
+        """Simulator version of :meth:`numba_asynccopy.TensorMap.im2col`:
+        same arguments and validation, no driver."""
+        from ..host.im2col import describe_im2col
+
+        self = cls.__new__(cls)
+        tensor, interface = self._sim_interface(array)
+        self._sim_build(array, tensor, describe_im2col(
+            interface, channels_per_pixel=channels_per_pixel,
+            pixels_per_column=pixels_per_column, lower_corner=lower_corner,
+            upper_corner=upper_corner, element_strides=element_strides, swizzle=swizzle,
+            l2_promotion=l2_promotion, oob_fill=oob_fill, dtype=dtype))
+        return self
+
+    @staticmethod
+    def _sim_interface(array: Any) -> tuple[np.ndarray, dict]:
         tensor = rt.unwrap(array)
         if isinstance(array, np.ndarray) or not isinstance(tensor, np.ndarray):
             raise TypeError(
@@ -67,9 +94,10 @@ class TensorMap(_tm.TensorMap):
                 "(in the CUDA simulator: a simulator device array from cuda.to_device)")
         interface = dict(tensor.__array_interface__)
         interface.pop("mask", None)
-        self.spec = _tm.describe(interface, box, swizzle=swizzle, interleave=interleave,
-                                 l2_promotion=l2_promotion, oob_fill=oob_fill,
-                                 element_strides=element_strides, dtype=dtype)
+        return tensor, interface
+
+    def _sim_build(self, array: Any, tensor: np.ndarray, spec: _tm.TensorMapSpec) -> None:
+        self.spec = spec
         self.array = array  # keeps the tensor alive as long as the map
         self.tensor = tensor
         words = [0] * _tm.MAP_WORDS + self.spec.metadata()
@@ -88,7 +116,7 @@ class TensorMap(_tm.TensorMap):
 # --- run-time rules (checked mode's, same text) ------------------------------
 
 def _check_map(api: str, m: np.ndarray, rank: int, tile: np.ndarray | None, name: str,
-               dtype_code: int | None = None) -> TensorMap:
+               dtype_code: int | None = None, mode: int = 0) -> TensorMap:
     """``check_map_and_tile``, then the map behind the buffer (no tile: a prefetch)."""
     if m.shape[0] < _tm.BUFFER_WORDS:
         raise rt.violation(api, _rules.tensor_map_words(words=m.shape[0], need=_tm.BUFFER_WORDS))
@@ -97,6 +125,8 @@ def _check_map(api: str, m: np.ndarray, rank: int, tile: np.ndarray | None, name
         raise rt.violation(api, _rules.tensor_map_magic())
     if w[_tm.W_RANK] != rank:
         raise rt.violation(api, _rules.tensor_rank(rank=rank, map_rank=w[_tm.W_RANK]))
+    if w[_tm.W_MODE] != mode:
+        raise rt.violation(api, _rules.tensor_map_mode(mode=w[_tm.W_MODE], need=mode))
     if tile is None:
         return _map_behind(api, m, w)
     if w[_tm.W_ITEMSIZE] != tile.itemsize:
@@ -332,3 +362,69 @@ def cp_async_bulk_prefetch_tensor(tensor_map, coords, *, cache_policy=None, fenc
     _check_space(api, "tensor_map", m, "global")
     _check_map(api, m, len(cs), None, "tensor_map")
     _coords(api, cs, m, store=False)
+
+
+# --- im2col mode -------------------------------------------------------------------
+
+
+def _im2col_args(api: str, m: np.ndarray, tmap: "TensorMap", cs, offs) -> tuple[list[int], list[int]]:
+    """The coordinates and offsets as the instruction takes them, checked:
+    offsets 0..65535, the first channel 16-byte aligned, the first pixel in
+    the bounding box."""
+    for axis, v in enumerate(offs):
+        if not 0 <= int(v) <= 0xFFFF:
+            raise rt.violation(api, _rules.im2col_offset(axis=axis, value=int(v)))
+    c = _coords(api, cs, m, store=False)
+    spec = tmap.spec
+    for a, (lo, hi) in enumerate(spec.spatial_box()):
+        if not lo <= c[1 + a] <= hi:
+            raise rt.violation(api, _rules.im2col_start(axis=1 + a, coord=c[1 + a], lo=lo, hi=hi))
+    return c, [int(v) for v in offs]
+
+
+@mirrors(
+    _dev.cp_async_bulk_tensor_load_im2col,
+    "gathers the column block (out-of-bounds pixels filled, swizzled) when issued and lands it "
+    "when a wait sees ``mbar``'s phase complete; ``dst`` holds poison until then.")
+def cp_async_bulk_tensor_load_im2col(dst, tensor_map, coords, offsets, mbar, *,
+                                     multicast_mask=None, cache_policy=None, fence=True):
+    api = "cp_async_bulk_tensor_load_im2col"
+    (d, m, cs, offs, b), kw = rt.validate(
+        _dev.cp_async_bulk_tensor_load_im2col, dst, tensor_map, coords, offsets, mbar,
+        multicast_mask=multicast_mask, cache_policy=cache_policy, fence=fence)
+    th, blk = rt.current(api)
+    _check_space(api, "dst", d, "shared")
+    _check_space(api, "tensor_map", m, "global")
+    with blk.cond:
+        bar = _check_mbar(api, blk, b)
+        tmap = _check_map(api, m, len(cs), d, "dst", mode=_im2col.MODE_IM2COL)
+        c, o = _im2col_args(api, m, tmap, cs, offs)
+        dense = _im2col.numpy_im2col(tmap.tensor, c, o, tmap.spec,  # read now: a copy
+                                     _fill_value(tmap.spec, tmap.tensor.dtype))
+        payload = _swizzle_bytes(dense, tmap.spec.swizzle)
+        if kw["multicast_mask"] is not None:
+            from .cluster import _multicast
+
+            _multicast(api, kw["multicast_mask"], d, b, payload, tmap.spec.box_bytes, _tile_bytes)
+            return
+        _mb._check_init_fenced(api, bar)
+        tile = _tile_bytes(d)
+        _cp._check_reuse(api, "dst", blk, [tile])
+        op = _mb._issued(rt.AsyncOp([(tile, payload)], tx_bytes=tmap.spec.box_bytes), api)
+        bar.attach(blk, op)
+        _cp._track(blk, op, [tile], op.issued_at)
+        _mb._check_tx_overflow(api, bar)
+
+
+@mirrors(_dev.cp_async_bulk_prefetch_tensor_im2col,
+         "checks the map, the coordinates and the offsets as checked mode does (and the first "
+         "pixel against the bounding box); moves nothing (a hint).")
+def cp_async_bulk_prefetch_tensor_im2col(tensor_map, coords, offsets, *, cache_policy=None,
+                                         fence=True):
+    api = "cp_async_bulk_prefetch_tensor_im2col"
+    (m, cs, offs), _ = rt.validate(_dev.cp_async_bulk_prefetch_tensor_im2col, tensor_map, coords,
+                                   offsets, cache_policy=cache_policy, fence=fence)
+    rt.current(api)
+    _check_space(api, "tensor_map", m, "global")
+    tmap = _check_map(api, m, len(cs), None, "tensor_map", mode=_im2col.MODE_IM2COL)
+    _im2col_args(api, m, tmap, cs, offs)

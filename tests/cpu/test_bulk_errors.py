@@ -110,13 +110,18 @@ def test_needs_sm90(body, message):
      "cp_async_bulk_tensor_store: `coords` must be a tuple"),
     ("ac.cp_reduce_async_bulk_tensor(tm, (n, n), sh, 'add', bf16=True)",
      "cp_reduce_async_bulk_tensor: bf16=True reads the views as raw bfloat16 bits"),
+    # measured on the H200: add and the bitwise ops through an INT64 map fail
+    # with an illegal instruction (through a UINT64 map they match numpy)
     ("ac.cp_reduce_async_bulk_tensor(tm, (n,), shi, 'add')",
-     "cp_reduce_async_bulk_tensor: op='add' is not supported for int64 elements (PTX `.add.s64`); "
-     "add is supported on: f16, bf16, u32, s32, f32"),
-    # measured on the H200: `.or.b64` tensor reductions fail with an illegal instruction
+     "cp_reduce_async_bulk_tensor: op='add' on int64 elements is refused: on the H200 (driver 580) "
+     "this reduction through an INT64 tensor map failed the launch with "
+     "CUDA_ERROR_ILLEGAL_INSTRUCTION"),
     ("ac.cp_reduce_async_bulk_tensor(tm, (n,), shi, 'or')",
-     "cp_reduce_async_bulk_tensor: op='or' is not supported for int64 elements (PTX `.or.b64`); "
-     "or is supported on: b32"),
+     "build the map over a uint64 view (ac.TensorMap(x.view(np.uint64), box)) and reduce a uint64 "
+     "tile"),
+    ("ac.cp_reduce_async_bulk_tensor(tm, (n,), shi, 'inc')",
+     "cp_reduce_async_bulk_tensor: op='inc' on int64 elements is refused: PTX lists inc/dec tensor "
+     "reductions for .u32 only"),
     ("ac.cp_reduce_async_bulk_tensor(tm, (n, n), sh, 'min')",
      "cp_reduce_async_bulk_tensor: op='min' is not supported for float32 elements"),
     ("ac.prefetch_tensormap(A)", "prefetch_tensormap: `tensor_map` must be an ac.TensorMap"),

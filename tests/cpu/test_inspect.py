@@ -148,11 +148,12 @@ def test_opcode_text_maps_to_its_forms_row(opcode, key):
 
 
 def test_an_opcode_outside_the_table_is_listed_without_requirements():
-    # the im2col load mode of the tensor prefetch has no row (and no intrinsic) yet
-    ptx = (".version 8.0\n.target sm_90\n\tcp.async.bulk.prefetch.tensor.3d.L2.global.im2col "
-           "[%rd1, {%r1, %r2, %r3}], {%rs1};\n\tadd.s32 %r1, %r2, %r3;\n")
+    # the im2col_no_offs mode of the tensor store has no row (and no intrinsic) yet
+    op = "cp.async.bulk.tensor.3d.global.shared::cta.im2col_no_offs.bulk_group"
+    ptx = (f".version 8.0\n.target sm_90\n\t{op} "
+           "[%rd1, {%r1, %r2, %r3}], [%r4];\n\tadd.s32 %r1, %r2, %r3;\n")
     lines, sregs = parse_ptx(ptx)
-    assert [pl.opcode for pl in lines] == ["cp.async.bulk.prefetch.tensor.3d.L2.global.im2col"]
+    assert [pl.opcode for pl in lines] == [op]
     (ins,) = tally(lines, sregs)
     assert ins.form is None and ins.min_sm is None
 

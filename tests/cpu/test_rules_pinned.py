@@ -45,6 +45,25 @@ PINNED: dict[str, list[tuple[dict, str]]] = {
                         "after changing the fragment")],
     "wgmma_shape": [(dict(name="b", got="8 rows", n=64, k=16, need="64 rows"),
                      "`b` describes 8 rows; this m64n64k16 MMA reads 64 rows")],
+    "tensor_map_mode": [
+        (dict(mode=1, need=0),
+         "`tensor_map` has load mode 1 but this copy needs mode 0 (0: a tiled map, "
+         "ac.TensorMap(...); 1: an im2col map, ac.TensorMap.im2col(...))"),
+        (dict(mode="%lld", need=1),
+         "`tensor_map` has load mode %lld but this copy needs mode 1 (0: a tiled map, "
+         "ac.TensorMap(...); 1: an im2col map, ac.TensorMap.im2col(...))"),
+    ],
+    "im2col_offset": [
+        (dict(axis=1, value=-1), "`offsets`[1]=-1 is outside 0..65535 (im2col offsets are "
+         "unsigned 16-bit)"),
+        (dict(axis=0, value="%lld"), "`offsets`[0]=%lld is outside 0..65535 (im2col offsets are "
+         "unsigned 16-bit)"),
+    ],
+    "im2col_start": [
+        (dict(axis=2, coord=9, lo=-1, hi=6),
+         "`coords`[2]=9 is outside the im2col bounding box -1..6 of that axis (the first pixel "
+         "of a load must lie in it; PTX leaves anything else undefined)"),
+    ],
     "outside_range": [
         (dict(name="count", value=1048576, lo=1, hi=1048575),
          "`count`=1048576 is outside 1..1048575"),
