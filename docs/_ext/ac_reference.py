@@ -30,7 +30,7 @@ FAMILIES = {
 }
 HOST = {
     "launch": ["launch", "max_active_clusters", "ClusterLaunchError", "LaunchTypeError"],
-    "tensor_map": ["TensorMap", "TensorMapTypeError"],
+    "tensor_map": ["TensorMap", "TensorMapTypeError", "conv_corners"],
     "interop": ["as_device_array", "as_stream", "InteropError"],
     "bf16": ["bf16_array", "bf16_values"],
     "checked": ["checked_mode", "set_checked", "is_checked", "wait_timeout_ns", "ContractError"],
