@@ -130,6 +130,13 @@ def comparisons(quick: bool) -> list[Comparison]:
         Comparison("launch, Numba's own", "numba_launch_plain", "torch_launch_add", None, "lower"),
         Comparison("launch with a cluster shape", "numba_launch_cluster", "numba_launch_plain", 1.2,
                    "lower"),
+        Comparison("launch, ac.launch vs the bare launcher", "ac_launch_plain", "core_launch_bare",
+                   None, "lower"),
+        Comparison("launch, torch.add vs the bare launcher", "torch_launch_add", "core_launch_bare",
+                   None, "lower"),
+        # separate processes: what importing the package costs a plain Numba launch
+        Comparison("launch, Numba's own after import numba_asynccopy", "numba_launch_imported",
+                   "numba_launch_stock", 1.03, "lower"),
     ]
     return rows
 

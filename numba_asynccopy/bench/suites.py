@@ -116,6 +116,19 @@ class Recorder:
                   flush=True)
         return m
 
+    def record_times(self, key: str, label: str, impl: str, unit: str, work: float,
+                     times: list[float], *, check: str, config: dict | None = None) -> Measurement:
+        """Record per-call times (ms) measured elsewhere (another process)."""
+        m = Measurement(key, label, impl, unit, work, config=dict(config or {}), check=check)
+        m.reps = len(times)
+        m.ms = float(np.median(times))
+        m.ms_min, m.ms_max = float(np.min(times)), float(np.max(times))
+        m.figure = work / (m.ms * 1e-3) / 1e12
+        self.results[key] = m
+        self.save()
+        print(f"  {key:34s} {m.figure:8.3f} {unit}  ({m.ms:.4f} ms)", flush=True)
+        return m
+
     def fail(self, key: str, label: str, impl: str, unit: str, error: str) -> None:
         self.results[key] = Measurement(key, label, impl, unit, status=error)
         self.save()
@@ -444,17 +457,28 @@ def suite_cluster(r: Recorder) -> None:
 
     # launch cost: a 3-argument kernel, host-bound batches of launches, and
     # torch.add of the same size as the reference (all in this run)
-    from .launchprof import launch_rows
+    from .launchprof import PROCESS_ROWS, launch_rows, stock_vs_imported
 
-    keys = ("numba_launch_plain", "ac_launch_plain", "numba_launch_cluster", "torch_launch_add")
+    keys = ("numba_launch_plain", "ac_launch_plain", "numba_launch_cluster", "torch_launch_add",
+            "core_launch_bare", *PROCESS_ROWS)
     try:
         rows, check_sum = launch_rows(blocks)
         lconf = {"blocks": blocks, "block": 128, "elements": blocks * 128, "cluster": ex.CLUSTER}
         if "torch_launch_add" not in rows:
             r.fail("torch_launch_add", "torch.add", "torch", "ms", "error: torch with CUDA not available")
         for key, (label, launch) in rows.items():
-            r.measure(key, label, "torch" if key.startswith("torch") else "numba", "ms", 0.0, launch,
-                      lambda k=key: check_sum(k), config=lconf)
+            impl = key.split("_")[0] if key.startswith(("torch", "core")) else "numba"
+            if launch is None:
+                r.fail(key, key, impl, "ms", f"error: {label}")
+                continue
+            r.measure(key, label, impl, "ms", 0.0, launch, lambda k=key: check_sum(k), config=lconf)
+        # the same plain launch in fresh processes, with and without the package
+        procs = stock_vs_imported(blocks, r.reps)
+        for key, (label, imported) in PROCESS_ROWS.items():
+            r.record_times(key, label, "numba", "ms", 0.0, procs[key],
+                           check="vadd's sums checked in each of 3 processes; imported="
+                                 f"{imported}, _Kernel.launch hooked={imported}",
+                           config={**lconf, "processes": 3})
     except Exception as e:
         for key in keys:
             if key not in r.results:
@@ -522,7 +546,8 @@ def suite_keys(name: str, quick: bool) -> list[str]:
                 "twin_stencil_plain", "twin_stencil_plain_norestrict"]
     if name == "cluster":
         return ["numba_cluster_dsmem", "numba_cluster_global", "dsmem_ceiling", "twin_cluster_dsmem",
-                "numba_launch_plain", "ac_launch_plain", "numba_launch_cluster", "torch_launch_add"]
+                "numba_launch_plain", "ac_launch_plain", "numba_launch_cluster", "torch_launch_add",
+                "core_launch_bare", "numba_launch_stock", "numba_launch_imported"]
     return []
 
 
