@@ -20,6 +20,7 @@ from .host.interop import InteropError, as_device_array, as_stream
 from .host.launch import ClusterLaunchError, LaunchTypeError, launch, max_active_clusters
 from .host.tensor_map import TensorMap, TensorMapTypeError
 from .report import inspect
+from .facts import install as _install_facts
 from .pragma import install as _install_pragmas
 from .pragma import pragma_nounroll
 from .vector import chunk_view, load2, load4, load_vec, store2, store4, store_vec, view4
@@ -66,5 +67,6 @@ if sim.ENABLED:
     globals().update(sim.implementations(globals()))
 else:
     _patch_cache_key(_checked.cache_key)
+    _install_facts()  # before the pragmas: a pragma_nounroll loop's metadata is its own
     _install_pragmas()
     _host_launch.install()
