@@ -103,21 +103,31 @@ def comparisons(quick: bool) -> list[Comparison]:
         rows += [
             Comparison(f"SGEMM {n}^3 pipelined", f"numba_sgemm_pipe_{n}", f"cublas_sgemm_{n}", 0.80),
             Comparison(f"SGEMM {n}^3 synchronous", f"numba_sgemm_sync_{n}", f"cublas_sgemm_{n}", None),
-            Comparison(f"SGEMM {n}^3 pipelined", f"numba_sgemm_pipe_{n}", f"numba_sgemm_sync_{n}", 1.3),
+            # information, not a target: 1.3x would be above the issue limit the
+            # synchronous kernel leaves (bench/NOTES.md, second session)
+            Comparison(f"SGEMM {n}^3 pipelined vs synchronous (information)", f"numba_sgemm_pipe_{n}",
+                       f"numba_sgemm_sync_{n}", None),
             Comparison(f"SGEMM {n}^3 pipelined", f"numba_sgemm_pipe_{n}", f"twin_sgemm_pipe_{n}", 0.97),
             Comparison(f"SGEMM {n}^3 synchronous", f"numba_sgemm_sync_{n}", f"twin_sgemm_sync_{n}", 0.97),
             Comparison(f"SGEMM {n}^3: pipeline vs hand-written", f"numba_sgemm_pipe_again_{n}",
                        f"numba_sgemm_manual_{n}", 0.99),
         ]
     rows += [
-        Comparison("stencil (cp.async halo)", "numba_stencil_async", "numba_stencil_plain", 1.0, "faster"),
+        # two changes at once: the async kernel also computes a 4x4 patch a
+        # thread with float4 stores, the plain one one point a thread
+        Comparison("stencil (cp.async halo + 4x4 patch a thread) vs plain (one point a thread)",
+                   "numba_stencil_async", "numba_stencil_plain", 1.0, "faster"),
         Comparison("stencil (cp.async halo)", "numba_stencil_async", "torch_copy", 0.85),
         Comparison("stencil (cp.async halo)", "numba_stencil_async", "twin_stencil_async", 0.97),
         Comparison("stencil (plain)", "numba_stencil_plain", "twin_stencil_plain", 0.97),
         Comparison("stencil (plain)", "numba_stencil_plain", "twin_stencil_plain_norestrict", None),
-        Comparison("DSMEM bulk copy (ceiling)", "dsmem_ceiling", None, None),
-        Comparison("cluster exchange", "numba_cluster_dsmem", "numba_cluster_global", 2.0),
-        Comparison("cluster exchange", "numba_cluster_dsmem", "dsmem_ceiling", None),
+        # a reference, not a ceiling: the exchange moves its bytes at this rate
+        Comparison("DSMEM bulk copy (reference)", "dsmem_ceiling", None, None),
+        # information, not a target: 2x the L2-resident global exchange would
+        # need 1.5x the DSMEM rate the copies reach at all (bench/NOTES.md)
+        Comparison("cluster exchange vs global memory (information)", "numba_cluster_dsmem",
+                   "numba_cluster_global", None),
+        Comparison("cluster exchange vs the DSMEM reference", "numba_cluster_dsmem", "dsmem_ceiling", None),
         Comparison("cluster exchange", "numba_cluster_dsmem", "twin_cluster_dsmem", 0.97),
         *[Comparison(f"idiom: {label}", f"numba_idiom_{name}", f"twin_idiom_{name}", 0.97)
           for name, label in IDIOM_LABELS.items()],
@@ -176,7 +186,7 @@ def build_rows(results: dict[str, Measurement], comps: list[Comparison]) -> list
         elif s.status != "ok":
             verdict = s.status
         elif c.peer is None:
-            verdict = "ceiling"
+            verdict = "reference" if c.benchmark.endswith("(reference)") else "ceiling"
         elif p is None or p.status != "ok":
             verdict = "peer " + (p.status if p else "not yet run")
         else:
