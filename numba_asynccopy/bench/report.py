@@ -175,6 +175,16 @@ def _target(c: Comparison) -> str:
     return {"higher": ">= ", "faster": "> ", "lower": "<= "}[c.better] + f"{c.target:g}"
 
 
+def _round_spread(s: Measurement, p: Measurement, better: str) -> tuple[float, float, int] | None:
+    """(lowest, highest, rounds) of the ratio per round, for two rows timed
+    in alternation (``Recorder.measure_pair``: ``config["round_ms"]``)."""
+    a, b = s.config.get("round_ms"), p.config.get("round_ms")
+    if not a or not b or len(a) != len(b):
+        return None
+    ratios = [x / y if better == "lower" else y / x for x, y in zip(a, b)]
+    return min(ratios), max(ratios), len(ratios)
+
+
 def build_rows(results: dict[str, Measurement], comps: list[Comparison]) -> list[Row]:
     rows = []
     for c in comps:
@@ -197,6 +207,9 @@ def build_rows(results: dict[str, Measurement], comps: list[Comparison]) -> list
                 ratio = s.figure / p.figure
                 met = c.target is None or (ratio > c.target if c.better == "faster" else ratio >= c.target)
             verdict = "info" if c.target is None else ("met" if met else "MISSED")
+            spread = _round_spread(s, p, c.better)
+            if spread:
+                verdict += f" ({spread[0]:.3f}-{spread[1]:.3f} over {spread[2]} rounds)"
         rows.append(Row(
             benchmark=c.benchmark, subject=s.label if s else c.subject, figure=_fig(s),
             ms=f"{s.ms:.4f}" if s is not None and s.ms is not None else "-", work=_work(s),

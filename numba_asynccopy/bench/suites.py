@@ -129,6 +129,53 @@ class Recorder:
         print(f"  {key:34s} {m.figure:8.3f} {unit}  ({m.ms:.4f} ms)", flush=True)
         return m
 
+    def measure_pair(self, a: tuple, b: tuple, *, rounds: int = 3) -> tuple[Measurement, Measurement]:
+        """Check both, then time two rows in alternation (``a`` and ``b`` are
+        ``(key, label, impl, unit, work, run, check, config)``): ``rounds``
+        rounds of ``reps`` batches, one batch of each in turn
+        (``devutil.bench_alternating``).  Each row's ``config["round_ms"]``
+        keeps its median per round, so the report can give the spread of the
+        ratio over the rounds.  A failing check fails its row; the other is
+        then timed alone."""
+        from .devutil import bench_alternating
+
+        ms = []
+        for key, label, impl, unit, work, run, check, config in (a, b):
+            m = Measurement(key, label, impl, unit, work, config=dict(config or {}))
+            self.results[key] = m
+            try:
+                if time.monotonic() > self.deadline:
+                    m.status = "skipped: time budget spent"
+                else:
+                    m.check = check()
+            except Exception as e:
+                m.status = "error: " + f"{type(e).__name__}: {e}".strip().splitlines()[0][:300]
+                with open(self.out.with_suffix(".log"), "a") as log:
+                    log.write(f"--- {key}\n{traceback.format_exc()}\n")
+            ms.append((m, run))
+        live = [(m, run) for m, run in ms if m.status == "ok"]
+        try:
+            if live:
+                per_round = bench_alternating([run for _, run in live], reps=self.reps,
+                                              warmup=self.warmup, rounds=rounds)
+                for i, (m, _) in enumerate(live):
+                    times = [t for rnd in per_round for t in rnd[i]]
+                    m.reps = len(times)
+                    m.ms = float(np.median(times))
+                    m.ms_min, m.ms_max = float(np.min(times)), float(np.max(times))
+                    m.figure = m.work / (m.ms * 1e-3) / 1e12
+                    m.config["round_ms"] = [float(np.median(rnd[i])) for rnd in per_round]
+        except Exception as e:
+            for m, _ in live:
+                m.status = "error: " + f"{type(e).__name__}: {e}".strip().splitlines()[0][:300]
+        finally:
+            self.save()
+            for m, _ in ms:
+                print(f"  {m.key:34s} "
+                      f"{m.status if m.status != 'ok' else f'{m.figure:8.3f} {m.unit}  ({m.ms:.4f} ms)'}",
+                      flush=True)
+        return ms[0][0], ms[1][0]
+
     def fail(self, key: str, label: str, impl: str, unit: str, error: str) -> None:
         self.results[key] = Measurement(key, label, impl, unit, status=error)
         self.save()

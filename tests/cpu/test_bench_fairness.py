@@ -45,3 +45,53 @@ def test_every_suite_records_the_sm_clock(monkeypatch):
                                   "throttle": "0x0000000000000000"}
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(FileNotFoundError("x")))
     assert "error" in suites.sm_clocks()
+
+
+def test_pairs_are_timed_in_alternation_and_the_spread_reported(tmp_path, monkeypatch):
+    import time
+
+    from numba_asynccopy.bench import devutil
+
+    order = []
+
+    def fake(fns, *, reps, warmup, rounds):
+        assert rounds == 3 and len(fns) == 2
+        # round r: the port takes 1.00 + r/100 ms, the original 0.99 ms
+        out = []
+        for rnd in range(rounds):
+            for fn in fns:
+                fn()
+            out.append([[1.0 + rnd / 100] * reps, [0.99] * reps])
+        return out
+
+    monkeypatch.setattr(devutil, "bench_alternating", fake)
+    r = suites.Recorder(tmp_path / "x.json", True, time.monotonic() + 60, None)
+    a = ("numba_idiom_single", "idiom: single", "numba", "TB/s", 1e9, lambda: order.append("a"),
+         lambda: "ok a", {})
+    b = ("twin_idiom_single", "idiom: single, CUDA C++", "cuda-c++", "TB/s", 1e9,
+         lambda: order.append("b"), lambda: "ok b", {})
+    ma, mb = r.measure_pair(a, b)
+    assert order == ["a", "b"] * 3
+    assert ma.config["round_ms"] == [1.0, 1.01, 1.02] and mb.config["round_ms"] == [0.99] * 3
+    assert ma.status == mb.status == "ok" and ma.check == "ok a"
+    rows = {(x.subject, x.peer): x for x in report.build_rows(r.results, report.comparisons(quick=True))}
+    row = rows[("idiom: single", "idiom: single, CUDA C++")]
+    assert row.verdict == "met (0.971-0.990 over 3 rounds)", row.verdict
+
+
+def test_a_failing_check_fails_only_its_row(tmp_path, monkeypatch):
+    import time
+
+    from numba_asynccopy.bench import devutil
+
+    monkeypatch.setattr(devutil, "bench_alternating",
+                        lambda fns, **kw: [[[2.0] * 3 for _ in fns] for _ in range(kw["rounds"])])
+    r = suites.Recorder(tmp_path / "x.json", True, time.monotonic() + 60, None)
+
+    def bad():
+        raise AssertionError("12 of 4096 elements differ")
+
+    ma, mb = r.measure_pair(("k1", "l1", "numba", "TB/s", 1e9, lambda: None, bad, {}),
+                            ("k2", "l2", "cuda-c++", "TB/s", 1e9, lambda: None, lambda: "ok", {}))
+    assert ma.status == "error: AssertionError: 12 of 4096 elements differ"
+    assert mb.status == "ok" and mb.ms == 2.0
