@@ -92,6 +92,13 @@ def comparisons(quick: bool) -> list[Comparison]:
         Comparison("bulk copy", "numba_bulk_copy", "twin_bulk_copy", 0.97),
         Comparison("TMA tile copy", "numba_tma_copy", "torch_copy", 0.93),
         Comparison("TMA tile copy", "numba_tma_copy", "twin_tma_copy", 0.97),
+        # each side's fastest configuration of the same sweep
+        Comparison("staged cp.async copy, best of sweep vs the twin's best", "numba_staged_copy",
+                   "twin_staged_copy_best", 0.97),
+        Comparison("bulk copy, best of sweep vs the twin's best", "numba_bulk_copy", "twin_bulk_copy_best",
+                   0.97),
+        Comparison("TMA tile copy, best of sweep vs the twin's best", "numba_tma_copy", "twin_tma_copy_best",
+                   0.97),
         # ac.pipeline against the same ring written by hand (examples/*_manual),
         # same configuration, same run
         Comparison("staged copy: pipeline vs hand-written", "numba_staged_copy",

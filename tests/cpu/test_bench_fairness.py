@@ -95,3 +95,29 @@ def test_a_failing_check_fails_only_its_row(tmp_path, monkeypatch):
                             ("k2", "l2", "cuda-c++", "TB/s", 1e9, lambda: None, lambda: "ok", {}))
     assert ma.status == "error: AssertionError: 12 of 4096 elements differ"
     assert mb.status == "ok" and mb.ms == 2.0
+
+
+def test_twins_are_swept_like_the_numba_kernels(tmp_path, monkeypatch):
+    import time
+
+    from numba_asynccopy.bench import copyrows
+
+    r = suites.Recorder(tmp_path / "x.json", True, time.monotonic() + 60, None)
+    speed = {1: 3.0, 2: 1.0, 3: 2.0}  # ms per configuration's twin
+    timed = []
+
+    def fake_measure(key, label, impl, unit, work, run, check, *, config=None, reps=None):
+        m = Measurement(key, label, impl, unit, work, ms=speed[config["s"]], figure=work / speed[config["s"]],
+                        config=dict(config))
+        timed.append((key, config["s"]))
+        r.results[key] = m
+        return m
+
+    monkeypatch.setattr(r, "measure", fake_measure)
+    copyrows.twin_best(r, "twin_x", "x, CUDA C++", [{"s": 1}, {"s": 2}, {"s": 3}], 1e9,
+                       lambda launch: (lambda: "ok"), lambda config: (lambda: None))
+    assert timed == [("twin_x_sweep0", 1), ("twin_x_sweep1", 2), ("twin_x_sweep2", 3), ("twin_x_best", 2)]
+    keys = {(c.subject, c.peer) for c in report.comparisons(quick=True)}
+    for what in ("staged_copy", "bulk_copy", "tma_copy"):
+        assert (f"numba_{what}", f"twin_{what}_best") in keys
+        assert (f"numba_{what}", f"twin_{what}") in keys  # the same-configuration row stays
