@@ -22,6 +22,7 @@ from .host.launch import ClusterLaunchError, LaunchTypeError, launch, max_active
 from .host.im2col import conv_corners
 from .host.tensor_map import TensorMap, TensorMapTypeError
 from .report import inspect
+from .facts import install as _install_facts
 from .pragma import install as _install_pragmas
 from .pragma import pragma_nounroll
 from .vector import chunk_view, load2, load4, load_vec, store2, store4, store_vec, view4
@@ -77,5 +78,6 @@ if sim.ENABLED:
     globals().update(sim.implementations(globals()))
 else:
     _patch_cache_key(_checked.cache_key)
+    _install_facts()  # before the pragmas: a pragma_nounroll loop's metadata is its own
     _install_pragmas()
     _host_launch.install()

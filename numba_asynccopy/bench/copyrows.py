@@ -91,6 +91,34 @@ def fastest_then_twin(r: "Recorder", keys: tuple[str, str], labels: tuple[str, s
         r.measure(twin_key, twin_label, "cuda-c++", "TB/s", nbytes, twin, check(twin), config=config)
     except Exception as e:
         r.fail(twin_key, twin_label, "cuda-c++", "TB/s", f"error: {type(e).__name__}: {e}")
+    twin_best(r, twin_key, twin_label, [e[2] for e in entries], nbytes, check, make_twin)
+
+
+def twin_best(r: "Recorder", twin_key: str, twin_label: str, configs: list[dict], nbytes: float,
+              check, make_twin: Callable[[dict], Callable[[], None]]) -> None:
+    """The twin swept over the same configurations as the Numba kernel
+    (rows ``<twin_key>_sweep<i>``), its fastest timed fully as
+    ``<twin_key>_best``: best of sweep against best of sweep, beside the
+    same-configuration row."""
+    best = None
+    for i, config in enumerate(configs):
+        key = f"{twin_key}_sweep{i}"
+        try:
+            twin = make_twin(config)
+            m = r.measure(key, f"{twin_label}, sweep {config}", "cuda-c++", "TB/s", nbytes, twin,
+                          check(twin), reps=3 if r.quick else 7, config=dict(config))
+            if m.status == "ok" and (best is None or m.ms < best[0].ms):
+                best = (m, twin)
+        except Exception as e:
+            r.fail(key, f"{twin_label}, sweep {config}", "cuda-c++", "TB/s", f"error: {type(e).__name__}: {e}")
+    key = f"{twin_key}_best"
+    if best is None:
+        r.fail(key, f"{twin_label}, best of its sweep", "cuda-c++", "TB/s",
+               "error: no configuration of the twin's sweep ran")
+        return
+    m0, twin = best
+    r.measure(key, f"{twin_label}, best of its sweep {m0.config}", "cuda-c++", "TB/s", nbytes, twin,
+              check(twin), config=dict(m0.config))
 
 
 def manual_row(r: "Recorder", manual: Manual, config: dict, nbytes: float, check) -> None:

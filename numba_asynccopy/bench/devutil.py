@@ -6,6 +6,7 @@ every run), so gigabyte buffers get fresh random data in milliseconds.
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Callable
 
@@ -135,3 +136,39 @@ def bench(fn, *, reps: int, warmup: int, min_batch_ms: float = 2.0) -> list[floa
     from ..testing.bench import event_times
 
     return event_times(fn, reps=reps, warmup=warmup, min_batch_ms=min_batch_ms)
+
+
+def bench_alternating(fns, *, reps: int, warmup: int, rounds: int = 3,
+                      min_batch_ms: float = 2.0) -> list[list[list[float]]]:
+    """Per-call times (ms) of each of ``fns`` timed in alternation: in each
+    of ``rounds`` rounds, ``reps`` batches of each function, one batch of
+    each in turn (so drift of clock or temperature hits all alike).
+    ``out[round][i]`` holds function ``i``'s batches of that round.  Batches
+    are sized and timed as :func:`bench` sizes and times them."""
+    for fn in fns:
+        for _ in range(warmup):
+            fn()
+    cuda.synchronize()
+    start, stop = cuda.event(), cuda.event()
+    sizes = []
+    for fn in fns:
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        est = cuda.event_elapsed_time(start, stop)
+        sizes.append(max(1, min(64, math.ceil(min_batch_ms / max(est, 1e-3)))))
+    out = []
+    for _ in range(rounds):
+        times: list[list[float]] = [[] for _ in fns]
+        for _ in range(reps):
+            for i, fn in enumerate(fns):
+                fn()
+                start.record()
+                for _ in range(sizes[i]):
+                    fn()
+                stop.record()
+                stop.synchronize()
+                times[i].append(cuda.event_elapsed_time(start, stop) / sizes[i])
+        out.append(times)
+    return out

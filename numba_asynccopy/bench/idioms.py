@@ -431,24 +431,32 @@ def suite_idioms(r) -> None:
     for name, (fn, sig, label) in KERNELS.items():
         config = {"rows": rows, "cols": COLS, "block": BLOCK, "grid": grid, "stages": STAGES}
         key = f"numba_idiom_{name}"
+        tkey, tlabel = f"twin_idiom_{name}", f"idiom: {label}, CUDA C++"
         try:
             kern = cuda.jit(sig)(fn)
             r.dump_code(key, kern)
             args = launch_args(name, X, Y, a, b)
             launch = (lambda k=kern, args=args: k[grid, BLOCK](*args))
-            r.measure(key, f"idiom: {label}", "numba", "TB/s", nbytes, launch, check(launch), config=config)
         except Exception as e:
             r.fail(key, f"idiom: {label}", "numba", "TB/s", f"error: {type(e).__name__}: {e}")
-        tkey, tlabel = f"twin_idiom_{name}", f"idiom: {label}, CUDA C++"
+            launch = None
         if lib is None:
             r.fail(tkey, tlabel, "cuda-c++", "TB/s", lib_error)
+            if launch is not None:
+                r.measure(key, f"idiom: {label}", "numba", "TB/s", nbytes, launch, check(launch),
+                          config=config)
             continue
 
         def twin(i=TWIN_INDEX[name]):
             rc = lib.twin_idiom(i, ptr(X), ptr(Y), rows, a, b, grid, STAGES)
             if rc:
                 raise RuntimeError(f"twin_idiom({i}): CUDA error {rc}")
-        r.measure(tkey, tlabel, "cuda-c++", "TB/s", nbytes, twin, check(twin), config=config)
+        if launch is None:
+            r.measure(tkey, tlabel, "cuda-c++", "TB/s", nbytes, twin, check(twin), config=config)
+            continue
+        # the port and its original timed in alternation, three rounds
+        r.measure_pair((key, f"idiom: {label}", "numba", "TB/s", nbytes, launch, check(launch), config),
+                       (tkey, tlabel, "cuda-c++", "TB/s", nbytes, twin, check(twin), config))
     for name, (fn, sig, label, _) in WHILE_FORMS.items():
         config = {"rows": rows, "cols": COLS, "block": BLOCK, "grid": grid}
         key = f"numba_idiom_{name}"

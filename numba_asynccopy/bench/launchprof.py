@@ -9,7 +9,13 @@ end), and prints microseconds per launch (median and best batch):
 - Numba's own launch, ``vadd[blocks, 128](a, b, out)``;
 - ``ac.launch(vadd, blocks, 128, (a, b, out))``;
 - ``ac.launch(..., cluster=2)``;
-- ``torch.add(ta, tb, out=tc)`` of the same size (the reference).
+- ``torch.add(ta, tb, out=tc)`` of the same size (the reference);
+- cuda.core's ``launch`` of the same compiled kernel with its parameters
+  built once (the bare launcher: the floor of any Python launch path).
+
+Then Numba's own launch in fresh processes (``launch_stock.py``), one that
+never imports the package and one that imports it first, alternately,
+three of each: what importing the package costs a plain launch.
 
 Each ``ac.launch`` row's target is at most 1.5x the torch row.  Then a
 cProfile of ``n`` ``ac.launch`` calls (sorted by own time) shows where the
@@ -110,6 +116,25 @@ def launch_rows(blocks: int) -> tuple[dict[str, tuple[str, Callable[[], None]]],
         "numba_launch_cluster": (f"ac.launch(vadd, ..., cluster={CLUSTER})",
                                  lambda: ac.launch(k, blocks, 128, args, cluster=CLUSTER)),
     }
+    # the bare launcher: cuda.core's launch of the same compiled kernel with
+    # Numba's parameters marshalled once (no dispatch, no marshalling, no
+    # LaunchConfig per launch): the floor for any Python launch path
+    try:
+        from cuda.core import LaunchConfig
+        from cuda.core import launch as core_launch
+
+        from ..host import _numba_internals as nb
+
+        compiled = nb.kernel_for_args(k, args)
+        core_kernel = nb.cufunc_of(compiled).kernel
+        params, _ = nb.marshal_args(compiled, args, 0)
+        core_stream = nb.core_stream(0)
+        core_config = LaunchConfig(grid=blocks, block=128)
+        rows["core_launch_bare"] = (
+            "cuda.core launch(stream, config, kernel, *params), parameters built once",
+            lambda: core_launch(core_stream, core_config, core_kernel, *params))
+    except Exception as e:  # reported by the caller as the row's error
+        rows["core_launch_bare"] = (f"cuda.core launch: {type(e).__name__}: {e}", None)
     torch_out = {}
     try:
         import torch
@@ -140,6 +165,45 @@ def launch_rows(blocks: int) -> tuple[dict[str, tuple[str, Callable[[], None]]],
     return rows, check
 
 
+#: the fresh-process rows: key -> (label, import the package first)
+PROCESS_ROWS = {
+    "numba_launch_stock": ("Numba's own launch, vadd[blocks, 128], process that never imports "
+                           "numba_asynccopy", False),
+    "numba_launch_imported": ("Numba's own launch, vadd[blocks, 128], process after "
+                              "import numba_asynccopy", True),
+}
+
+
+def stock_vs_imported(blocks: int, reps: int, rounds: int = 3) -> dict[str, list[float]]:
+    """Per-launch times (ms) of ``vadd[blocks, 128]`` in fresh processes
+    (``launch_stock.py``), one that never imports the package and one that
+    imports it first, run alternately ``rounds`` times each: key of
+    :data:`PROCESS_ROWS` -> every batch's time.  Raises RuntimeError when a
+    process fails or was not what it claims (imported, hooked)."""
+    import json
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).with_name("launch_stock.py")
+    root = str(Path(__file__).resolve().parents[2])
+    out: dict[str, list[float]] = {k: [] for k in PROCESS_ROWS}
+    for _ in range(rounds):
+        for key, (_, imported) in PROCESS_ROWS.items():
+            cmd = [sys.executable, "-P", str(script), "--blocks", str(blocks), "--reps", str(reps),
+                   "--path", root] + (["--import-package"] if imported else [])
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+            if proc.returncode or not lines:
+                raise RuntimeError(f"{script.name}: rc {proc.returncode}: {proc.stderr[-400:]}")
+            res = json.loads(lines[-1])
+            if "error" in res:
+                raise RuntimeError(f"{script.name}: {res['error']}")
+            if res["imported"] != imported or res["hooked"] != imported:
+                raise RuntimeError(f"{script.name}: expected imported={imported}, got {res}")
+            out[key] += res["times_ms"]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     from numba.cuda.core import config
@@ -161,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     rows, check = launch_rows(blocks)
+    for key in [k for k, (_, launch) in rows.items() if launch is None]:
+        print(f"launchprof: no {key} row: {rows.pop(key)[0]}", file=sys.stderr)
     for key in rows:  # first launches (compile, checks, caches); then check each really ran
         try:
             check(key)
@@ -197,6 +263,13 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     if ref is None:
         print("  (torch with CUDA is not installed: no torch.add reference)")
+    procs = stock_vs_imported(blocks, args.batches * 5)
+    pmed = {k: statistics.median(v) * 1e3 for k, v in procs.items()}
+    print("Numba's own launch in fresh processes, 3 of each kind alternately (CUDA events, "
+          "batches of 64; median / best batch):")
+    for key, (label, _) in PROCESS_ROWS.items():
+        print(f"  {label}  {pmed[key]:7.2f} / {min(procs[key]) * 1e3:7.2f} us per launch")
+    print(f"  after import / stock: {pmed['numba_launch_imported'] / pmed['numba_launch_stock']:.3f}")
     print()
     print(_profile(rows["ac_launch_plain"][1], n, args.top, rows["ac_launch_plain"][0]))
     print(_profile(rows["numba_launch_cluster"][1], n, args.top, rows["numba_launch_cluster"][0]))

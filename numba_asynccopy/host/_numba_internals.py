@@ -215,7 +215,10 @@ def install_launch_hook(prepare: Callable[..., None], takeover: Callable[..., No
     - Ordinarily ``prepare(kernel, griddim, blockdim, sharedmem)`` runs
       first (it raises the kernel's dynamic shared memory limit and rejects
       a grid that does not fit a declared cluster shape), then numba-cuda's
-      own launch.
+      own launch.  Once ``prepare`` has found that a kernel needs nothing
+      from the package without dynamic shared memory (:func:`mark_plain`:
+      no declared cluster shape), its launches with ``sharedmem`` 0 go
+      straight to numba-cuda's: one attribute read, no context lookup.
     - While ``claims.pending`` is ``(args, claim, handle)`` and the launch
       gets that same ``args`` object, the claim is consumed (``pending``
       becomes None) and ``takeover(kernel, claim, args, stream, handle)``
@@ -229,17 +232,30 @@ def install_launch_hook(prepare: Callable[..., None], takeover: Callable[..., No
     if _original_launch is not None:
         return
     _original_launch = original = _dispatcher._Kernel.launch
+    setattr(_dispatcher._Kernel, PLAIN_ATTR, False)  # the default every kernel reads
 
     def launch(self, args, griddim, blockdim, stream=0, sharedmem=0):
         pending = claims.pending
         if pending is not None and pending[0] is args:
             claims.pending = None
             return takeover(self, pending[1], args, stream, pending[2])
-        prepare(self, griddim, blockdim, sharedmem)
+        if sharedmem or not self._asynccopy_plain:
+            prepare(self, griddim, blockdim, sharedmem)
         return original(self, args, griddim, blockdim, stream, sharedmem)
 
     launch.__wrapped__ = original
     _dispatcher._Kernel.launch = _hook = launch
+
+
+#: the attribute of a compiled kernel (``_Kernel``) that says its ordinary
+#: launches without dynamic shared memory need no ``prepare`` (class default False)
+PLAIN_ATTR = "_asynccopy_plain"
+
+
+def mark_plain(kernel: Any) -> None:
+    """Let ``kernel``'s later ordinary launches with no dynamic shared memory
+    skip ``prepare`` (the hook reads :data:`PLAIN_ATTR`, one attribute)."""
+    setattr(kernel, PLAIN_ATTR, True)
 
 
 def launch_hook_installed() -> bool:

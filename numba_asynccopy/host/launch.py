@@ -292,6 +292,10 @@ def _prepare(kernel: Any, griddim: Dim, blockdim: Dim, sharedmem: int,
             st.non_portable = True
     _raise_shared_limit(cufunc, st, dynamic, what)
     if hook:
+        if st.declared is None:
+            # compiled in, so the same on every device: with no dynamic
+            # shared memory nothing above applies to this kernel again
+            _nb.mark_plain(kernel)
         if len(st.hook_shapes) >= _CLAIMS_MAX:
             st.hook_shapes.clear()
         st.hook_shapes.add(key)

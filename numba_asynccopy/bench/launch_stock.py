@@ -1,0 +1,83 @@
+"""Numba's own launch timed in a fresh process, with or without the package.
+
+Run as a script (``python -P launch_stock.py [--import-package]``), never
+as ``-m numba_asynccopy...`` (that would import the package): the process
+that measures stock numba-cuda must never import ``numba_asynccopy``, and
+this file imports nothing from it.  It times ``vadd[blocks, 128](a, b, out)``
+(the launch benchmark's kernel) as the benchmark's recorder times every
+row: batches of up to 64 launches between two CUDA events, one untimed
+launch before each batch, and prints one JSON line: per-launch times (ms)
+of every batch, whether the package was imported, and whether numba-cuda's
+``_Kernel.launch`` was hooked.  The benchmark runs the two kinds of process
+alternately and compares their medians.
+
+Example::
+
+    python -P numba_asynccopy/bench/launch_stock.py --reps 25
+    python -P numba_asynccopy/bench/launch_stock.py --reps 25 --import-package
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--blocks", type=int, default=528)
+    p.add_argument("--reps", type=int, default=25)
+    p.add_argument("--warmup", type=int, default=50)
+    p.add_argument("--path", default=None, help="a folder to put first on sys.path (both kinds)")
+    p.add_argument("--import-package", action="store_true", help="import numba_asynccopy first")
+    args = p.parse_args(argv)
+    if args.path:
+        sys.path.insert(0, args.path)
+    if args.import_package:
+        import numba_asynccopy  # noqa: F401  (installs its launch hook)
+    import numpy as np
+    from numba import cuda, types
+    from numba.cuda import dispatcher
+
+    def vadd(a, b, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = a[i] + b[i]
+
+    n = args.blocks * 128
+    k = cuda.jit((types.float32[::1],) * 3)(vadd)
+    ha = np.arange(n, dtype=np.float32)
+    a, b = cuda.to_device(ha), cuda.to_device(2 * ha)
+    out = cuda.device_array(n, np.float32)
+    blocks = args.blocks
+    k[blocks, 128](a, b, out)
+    if not np.array_equal(out.copy_to_host(), 3 * ha):
+        print(json.dumps({"error": "vadd wrote wrong sums"}))
+        return 1
+    for _ in range(args.warmup):
+        k[blocks, 128](a, b, out)
+    cuda.synchronize()
+    start, stop = cuda.event(), cuda.event()
+    batch = 64
+    times = []
+    for _ in range(args.reps):
+        k[blocks, 128](a, b, out)
+        start.record()
+        for _ in range(batch):
+            k[blocks, 128](a, b, out)
+        stop.record()
+        stop.synchronize()
+        times.append(cuda.event_elapsed_time(start, stop) / batch)
+    assert all(math.isfinite(t) for t in times)
+    print(json.dumps({
+        "times_ms": times,
+        "imported": "numba_asynccopy" in sys.modules,
+        "hooked": hasattr(dispatcher._Kernel.launch, "__wrapped__"),
+    }))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

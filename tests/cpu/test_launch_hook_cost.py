@@ -1,0 +1,130 @@
+"""What importing the package adds to a plain Numba launch, counted (no
+wall clock): the ``_Kernel.launch`` hook must cost an ordinary kernel one
+Python call and nothing else once its first launch has been checked, and
+numba-cuda's own launch must look its context up once, as without the
+package.  A fake CUDA context (``test_launch_fastpath``) stands in for the
+GPU; numba-cuda's driver launch is recorded instead of run."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from numba import cuda
+
+import numba_asynccopy as ac
+from numba_asynccopy.host import _numba_internals as nb
+from numba_asynccopy.host import launch as L
+
+from .test_launch_fastpath import HAVE_GPU, _probe, driver, fake_context, probe  # noqa: F401
+
+pytestmark = pytest.mark.skipif(
+    HAVE_GPU or nb.SIMULATOR, reason="fakes the CUDA context: only where there is no GPU")
+
+PACKAGE = ac.__file__.rsplit("/", 1)[0]
+
+
+def calls_during(fn, n):
+    """(calls into the package's own code, calls of numba's get_context)
+    made by ``n`` calls of ``fn``."""
+    ours, contexts = [], []
+
+    def profile(frame, event, arg):
+        if event != "call":
+            return
+        code = frame.f_code
+        if code.co_filename.startswith(PACKAGE):
+            ours.append(code.co_name)
+        elif code.co_name == "get_context" and "cudadrv" in code.co_filename:
+            contexts.append(code.co_filename)
+
+    sys.setprofile(profile)
+    try:
+        for _ in range(n):
+            fn()
+    finally:
+        sys.setprofile(None)
+    return ours, contexts
+
+
+def test_plain_kernel_launch_calls_only_the_hook(driver, probe):
+    kernel = next(iter(probe.overloads.values()))
+    kernel.__dict__.pop(nb.PLAIN_ATTR, None)
+    kernel.__dict__.pop("_asynccopy_launch", None)
+    first, _ = calls_during(lambda: probe[4, 32](1), 1)
+    assert "_prepare" in first  # the first launch checks the kernel once
+    assert kernel._asynccopy_plain is True
+    ours, contexts = calls_during(lambda: probe[4, 32](2), 10)
+    assert ours == ["launch"] * 10, ours  # the hook itself, no _prepare
+    assert len(contexts) == 10, contexts  # numba-cuda's own lookup only
+    assert len(driver.numba_launches) == 11  # every launch reached numba's
+
+
+def test_new_shapes_of_a_plain_kernel_stay_free(driver, probe):
+    probe[4, 32](1)
+    ours, _ = calls_during(lambda: (probe[8, 64](1), probe[(2, 2), (16, 2)](1)), 3)
+    assert ours == ["launch"] * 6, ours
+
+
+def test_dynamic_shared_memory_still_goes_through_prepare(driver, probe):
+    probe[4, 32](1)
+    ours, _ = calls_during(lambda: probe[4, 32, 0, 1024](1), 1)
+    assert "_prepare" in ours, ours
+    with pytest.raises(ac.ClusterLaunchError, match="shared_mem must be >= 0"):
+        probe[4, 32, 0, -1](1)
+
+
+def test_declared_cluster_kernel_is_checked_on_every_launch(driver, fake_context):
+    @cuda.jit("void(int32)")
+    def pairs(x):
+        ac.cluster_dims(2)
+
+    kernel = next(iter(pairs.overloads.values()))
+    driver.declared[kernel.entry_name] = (2, 1, 1)
+    pairs[4, 32](1)
+    assert kernel._asynccopy_plain is False
+    ours, _ = calls_during(lambda: pairs[4, 32](1), 2)
+    assert ours.count("_prepare") == 2, ours
+    with pytest.raises(ac.ClusterLaunchError, match="multiple"):
+        pairs[3, 32](1)
+    assert L  # the module whose _prepare is counted
+
+
+# --- the launch benchmark's rows for it -----------------------------------------------------
+
+
+def test_stock_process_script_imports_the_package_only_when_asked():
+    import ast
+    from pathlib import Path
+
+    from numba_asynccopy.bench import launchprof
+
+    src = Path(launchprof.__file__).with_name("launch_stock.py").read_text()
+    tree = ast.parse(src)
+    guarded = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "import_package" in ast.unparse(node.test):
+            guarded |= {id(n) for n in ast.walk(node)}
+    for node in ast.walk(tree):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+        if any(n.split(".")[0] == "numba_asynccopy" for n in names):
+            assert id(node) in guarded, ast.unparse(node)
+        assert node.level == 0 if isinstance(node, ast.ImportFrom) else True  # no relative import
+
+
+def test_the_benchmark_compares_import_cost_and_the_bare_launcher():
+    from numba_asynccopy.bench import report, suites
+    from numba_asynccopy.bench.suites import Measurement
+
+    keys = suites.suite_keys("cluster", quick=True)
+    assert keys[-3:] == ["core_launch_bare", "numba_launch_stock", "numba_launch_imported"]
+    ms = {"numba_launch_plain": 0.0346, "ac_launch_plain": 0.0110, "torch_launch_add": 0.0082,
+          "core_launch_bare": 0.0050, "numba_launch_stock": 0.0300, "numba_launch_imported": 0.0315}
+    res = {k: Measurement(k, k, "numba", "ms", ms=v, figure=0.0) for k, v in ms.items()}
+    rows = {(r.subject, r.peer): r for r in report.build_rows(res, report.comparisons(quick=True))}
+    imp = rows[("numba_launch_imported", "numba_launch_stock")]
+    assert imp.ratio == pytest.approx(1.05) and imp.target == "<= 1.03" and imp.verdict == "MISSED"
+    bare = rows[("ac_launch_plain", "core_launch_bare")]
+    assert bare.verdict == "info" and bare.ratio == pytest.approx(2.2)
+    assert rows[("torch_launch_add", "core_launch_bare")].verdict == "info"
