@@ -18,7 +18,10 @@ PAGES = [p for p in doc_files() if any(b.kind == "run" for b in blocks(p))]
 
 
 def run_page(path, sim: bool) -> list[dict]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # the repository first, then whatever the caller's PYTHONPATH holds (a
+    # machine may bring its packages that way)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
     env.pop("NUMBA_ENABLE_CUDASIM", None)
     if sim:
         env["NUMBA_ENABLE_CUDASIM"] = "1"

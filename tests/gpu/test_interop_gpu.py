@@ -120,14 +120,18 @@ def test_dlpack_only_producer_is_viewed_not_copied():
     np.testing.assert_array_equal(B.cpu().numpy(), np.roll(a, -1, axis=0))
 
 
-def test_host_and_bfloat16_tensors_are_refused():
+def test_host_tensors_are_refused_and_bfloat16_travels_as_its_bits():
     torch = pytest.importorskip("torch")
     B = torch.empty((64, 4), device="cuda")
     with pytest.raises(ac.InteropError, match=r"argument 0 \(Tensor\) lives on the CPU device"):
         ac.launch(shift_rows(), grid=1, block=64, args=(torch.ones(64, 4), B))
-    with pytest.raises(ac.InteropError, match="argument 0"):
-        ac.launch(shift_rows(), grid=1, block=64,
-                  args=(torch.ones(64, 4, dtype=torch.bfloat16, device="cuda"), B))
+    # a bfloat16 tensor is a uint16 view of the same memory (ac.bf16_values reads it)
+    h = torch.randn(64, 4, device="cuda").to(torch.bfloat16)
+    view = ac.as_device_array(h)
+    assert view.dtype == np.uint16 and view.shape == (64, 4)
+    assert view.__cuda_array_interface__["data"][0] == h.data_ptr()
+    np.testing.assert_array_equal(ac.bf16_values(view.copy_to_host()),
+                                  h.float().cpu().numpy())
 
 
 def _scale_op():
