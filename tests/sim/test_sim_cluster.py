@@ -2,9 +2,9 @@
 with the documented message (a missing cluster_sync before a DSMEM read, a
 wrong expect_tx on the receiving CTA, a CTA that exits early, a multicast
 mask that misses a waiting CTA), cross-CTA deadlocks are reported, and a
-16-CTA cluster of 128 threads runs without polling (its waits counted).  The
-correct kernels run in
-tests/gpu/test_cluster_gpu.py (same file on the GPU and in the simulator)."""
+16-CTA cluster of 128 threads runs without polling (its waits counted).
+The correct kernels run in tests/gpu/test_cluster_gpu.py (same file on the
+GPU and in the simulator)."""
 
 from __future__ import annotations
 
