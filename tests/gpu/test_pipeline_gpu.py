@@ -334,12 +334,6 @@ def test_checked_misuse_traps_naming_the_pipeline(case, message):
     (2, 4, 16, False), (4, 2, 32, False), (8, 2, 32, False), (2, 2, 16, True)])
 def test_ws_reduce_cluster_multicast(ctas, stages, rows, checked):
     from numba_asynccopy.examples import ws_reduce as wr
-
-    if SIM and ctas == 8:
-        # the 8-CTA cluster (1280 Python threads) was a quarter of the
-        # simulator's run: boxes of 2 rows instead of 4 there (the partial
-        # last tile then leaves whole boxes to the zero fill)
-        rows = 16
     with ac.checked_mode(checked):
         kernel = cuda.jit(wr.SIGNATURE)(wr.make_ws_reduce(ctas, stages, rows))
     # a partial last tile (zero-filled rows) and a partial column block;
