@@ -334,6 +334,7 @@ def test_checked_misuse_traps_naming_the_pipeline(case, message):
     (2, 4, 16, False), (4, 2, 32, False), (8, 2, 32, False), (2, 2, 16, True)])
 def test_ws_reduce_cluster_multicast(ctas, stages, rows, checked):
     from numba_asynccopy.examples import ws_reduce as wr
+
     with ac.checked_mode(checked):
         kernel = cuda.jit(wr.SIGNATURE)(wr.make_ws_reduce(ctas, stages, rows))
     # a partial last tile (zero-filled rows) and a partial column block;
