@@ -39,10 +39,20 @@ demo: $(STAMP)
 
 # The simulator must be on before numba.cuda is imported: its own process runs
 # tests/sim and the GPU functional tests (tests/gpu; those marked skip_on_sim
-# are listed by -ra with the reason); --durations shows where its time goes.
+# are listed by -ra with the reason).  Both runs spread their tests over
+# JOBS pytest-xdist workers (auto: one per core; JOBS=0 runs in one process)
+# and list the slowest tests (--durations).  The CPU layer sends whole files
+# to a worker (--dist loadfile: a file's compile caches stay in one
+# process); the simulator's tests go one by one to the first idle worker
+# (--dist worksteal: tests/gpu/test_examples_gpu.py alone is about half of
+# that run).  Here a missing or mismatched ptxas/nvdisasm fails the tests
+# that need it instead of skipping them (NUMBA_ASYNCCOPY_REQUIRE_TOOLCHAIN=1).
+JOBS ?= auto
+PYTEST_FAST := -n $(JOBS) --durations=25
+REQUIRE_TOOLCHAIN := NUMBA_ASYNCCOPY_REQUIRE_TOOLCHAIN=1
 test: $(STAMP)
-	$(PY) -m pytest -ra -q
-	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -ra -q --durations=15 tests/sim tests/gpu
+	$(REQUIRE_TOOLCHAIN) $(PY) -m pytest -ra -q $(PYTEST_FAST) --dist loadfile
+	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -ra -q $(PYTEST_FAST) --dist worksteal tests/sim tests/gpu
 
 # The documentation site (Sphinx + MyST + autodoc; docs/conf.py), warnings as
 # errors, into docs/_build/html; the API reference is generated while it builds.
@@ -57,7 +67,7 @@ docs: $(STAMP)
 	@echo "docs built: docs/_build/html/index.html"
 
 test-cpu: $(STAMP)
-	$(PY) -m pytest -ra -q tests/cpu
+	$(REQUIRE_TOOLCHAIN) $(PY) -m pytest -ra -q $(PYTEST_FAST) --dist loadfile tests/cpu
 
 # The cu12 flavour (NVVM, ptxas of CUDA 12): the CPU layer only; the
 # simulator runs no NVVM, so the cu13 run above covers it (`make test

@@ -9,6 +9,7 @@ first, then CUDA_HOME, PATH and /usr/local/cuda*); when none does,
 
 from __future__ import annotations
 
+import collections
 import functools
 import os
 import re
@@ -20,6 +21,12 @@ from pathlib import Path
 
 class ToolMissing(RuntimeError):
     pass
+
+
+#: How many times this process ran each tool (``ptxas``, ``nvdisasm``)
+#: through :func:`assemble` and :func:`disassemble`: the test suite's summary
+#: counts the tests that really assembled or disassembled from it.
+runs: collections.Counter = collections.Counter()
 
 
 def _candidates(name: str) -> list[Path]:
@@ -146,6 +153,7 @@ def assemble(ptx: str, arch: str | None = None, verbose: bool = False) -> tuple[
     with tempfile.TemporaryDirectory() as tmp:
         src, out = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
         src.write_text(ptx)
+        runs["ptxas"] += 1
         log = _run([str(tool), f"-arch={arch}", *(["-v"] if verbose else []), str(src), "-o", str(out)])
         return out.read_bytes(), log
 
@@ -158,6 +166,7 @@ def disassemble(cubin: bytes) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "k.cubin"
         path.write_bytes(cubin)
+        runs["nvdisasm"] += 1
         return _run([str(tool), str(path)])
 
 

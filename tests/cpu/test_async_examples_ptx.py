@@ -21,6 +21,7 @@ from numba_asynccopy.examples import bulk_copy_manual as bcm
 from numba_asynccopy.examples import tma_copy as tc
 from numba_asynccopy.examples import tma_copy_manual as tcm
 
+from ..conftest import tool_missing
 from .helpers import instructions
 
 CC = (9, 0, "a")
@@ -43,7 +44,7 @@ def sass_of(text):
         cubin, log = toolchain.assemble(text, verbose=True)
         ops = toolchain.sass_opcodes(toolchain.disassemble(cubin))
     except toolchain.ToolMissing as e:
-        pytest.skip(str(e))
+        tool_missing(e)
     assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in log, log
     return ops
 
@@ -206,7 +207,7 @@ def ring_sass(kind, cfg):
         cubin, _ = toolchain.assemble(ptx(kind, *cfg))
         return toolchain.disassemble(cubin)
     except toolchain.ToolMissing as e:
-        pytest.skip(str(e))
+        tool_missing(e)
 
 
 @pytest.mark.parametrize("kind, cfg, marker", [

@@ -6,6 +6,7 @@ import re
 
 import pytest
 from numba import types
+from numba.core.errors import NumbaError
 
 from .helpers import kernel_from_source, ptx_of
 
@@ -20,7 +21,7 @@ def compile_error(body: str, sig=(F32_2D, types.int32), cc=(8, 0), extra=""):
         sh = cuda.shared.array((32, 4), np.float32, alignment=16)
         {body}
     """
-    with pytest.raises(Exception) as info:
+    with pytest.raises(NumbaError) as info:  # a compile-time error (numba-cuda's typing or lowering)
         ptx_of(kernel_from_source(src), sig, cc=cc)
     return str(info.value)
 

@@ -15,6 +15,7 @@ import numba_asynccopy as ac
 
 from numba_asynccopy import toolchain
 
+from ..conftest import tool_missing
 from .helpers import instructions, kernel_from_source, ptx_of
 
 DTYPES = {1: "np.uint8", 2: "np.float16", 4: "np.float32", 8: "np.float64"}
@@ -248,7 +249,7 @@ def test_wait_group_takes_a_run_time_depth(nty):
     try:
         cubin, _ = toolchain.assemble(ptx)
     except toolchain.ToolMissing as e:
-        pytest.skip(str(e))
+        tool_missing(e)
     sass = toolchain.sass_opcodes(toolchain.disassemble(cubin))
     assert sum(op.startswith("DEPBAR") for op in sass) == 8, sass
 

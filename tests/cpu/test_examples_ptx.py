@@ -21,6 +21,7 @@ from numba_asynccopy.examples import staged_copy_manual as scm
 from numba_asynccopy.examples import stencil as st
 from numba_asynccopy import load4, store4, view4
 
+from ..conftest import tool_missing
 from .helpers import instructions
 
 
@@ -53,7 +54,7 @@ def assemble_clean(text):
     try:
         _, log = toolchain.assemble(text, verbose=True)
     except toolchain.ToolMissing as e:
-        pytest.skip(str(e))
+        tool_missing(e)
     assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in log, log
     return log
 
@@ -158,7 +159,7 @@ def sgemm_k_loop(kind, stages):
         cubin, log = toolchain.assemble(ptx((kind, stages)), verbose=True)
         sass = toolchain.disassemble(cubin)
     except toolchain.ToolMissing as e:
-        pytest.skip(str(e))
+        tool_missing(e)
     main = [body for body in sass_loops(sass) if any("LDGSTS" in t for t in body)]
     assert len(main) == 1, [len(b) for b in sass_loops(sass)]
     return main[0]
@@ -199,7 +200,7 @@ def test_staged_copy_pipeline_has_no_overhead(cfg, capsys):
             cubin, _ = toolchain.assemble(ptx((kind, *cfg)))
             sass = toolchain.disassemble(cubin)
         except toolchain.ToolMissing as e:
-            pytest.skip(str(e))
+            tool_missing(e)
         loops = [b for b in sass_loops(sass) if any("LDGSTS" in t for t in b)]
         assert loops, kind
         # per tile: ptxas may unroll a rolled tile loop (one commit a tile)
@@ -263,7 +264,7 @@ def test_stencil_plain_index_math():
         cubin, log = toolchain.assemble(plain, verbose=True)
         ops = [op for op in toolchain.sass_opcodes(toolchain.disassemble(cubin)) if op != "NOP"]
     except toolchain.ToolMissing as e:
-        pytest.skip(str(e))
+        tool_missing(e)
     assert "0 bytes stack frame" in log, log
     assert not [op for op in ops if op.startswith("SEL")], ops
     assert [op for op in ops if op.startswith("LDG")] == ["LDG.E"] * 5, ops

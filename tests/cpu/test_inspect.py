@@ -22,6 +22,8 @@ from numba_asynccopy.report.compile import _portable, _rebuild
 from numba_asynccopy.report.match import directive_form, parse_ptx, tally
 from numba_asynccopy.report.parse import cluster_shape, shared_memory
 
+from ..conftest import tool_missing
+
 F32 = types.float32[:, ::1]
 STAGES = 2
 
@@ -80,10 +82,18 @@ def test_row_shift_report_for_sm80():
     assert src[cp.line - first].strip() == cp.source
     assert by_op["cp.async.wait_group"].text == "cp.async.wait_group 0"
     assert by_op["cp.async.wait_group"].source == "ac.wait_group(0)"
-    if toolchain.find_tool("ptxas"):
-        assert r.resources is not None and r.resources.registers > 0
-        assert r.resources.shared_bytes == 1024 and r.resources.spill_stores == 0
-        assert r.ptxas_error is None
+
+
+def test_row_shift_report_for_sm80_has_ptxas_resources():
+    # ptxas's -v counts, when a ptxas that reads NVVM's PTX is here (a
+    # skip with what to install otherwise; a failure under make test)
+    if toolchain.find_tool("ptxas") is None:
+        tool_missing(toolchain.ToolMissing(toolchain.missing_reason("ptxas")))
+    fn, sig, _ = seeds.SEEDS["shift_rows"]
+    r = ac.inspect(fn, *sig, cc=(8, 0))
+    assert r.ptxas_error is None
+    assert r.resources is not None and r.resources.registers > 0
+    assert r.resources.shared_bytes == 64 * 4 * 4 and r.resources.spill_stores == 0
 
 
 def test_tile_rows_unrolls_four_copies_and_zfill_keeps_its_operand():
@@ -93,7 +103,9 @@ def test_tile_rows_unrolls_four_copies_and_zfill_keeps_its_operand():
     r = ac.inspect(fn, *sig)
     (cp,) = [pl for pl in r.lines if pl.opcode.startswith("cp.async.cg")]
     assert cp.opcode == "cp.async.cg.shared.global.L2::128B"
-    assert cp.text.endswith(", 16, %r2") or cp.text.count(",") == 3
+    # four operands: the src-size register after the 16-byte chunk
+    assert re.fullmatch(r"cp\.async\.cg\.shared\.global\.L2::128B \[%r\d+\], \[%rd\d+\], 16, %r\d+",
+                        cp.text), cp.text
     fn, sig, _ = seeds.SEEDS["pred_rows"]
     (cp,) = [pl for pl in ac.inspect(fn, *sig).lines if pl.opcode.startswith("cp.async.cg")]
     assert cp.text.startswith("@")  # the predicate guard is shown

@@ -1,7 +1,9 @@
 """Streams and arrays of other libraries (host side, no GPU): what
-``ac.as_stream`` / ``ac.as_device_array`` accept and the errors they name;
-the torch custom op's schema and fake (meta) implementation when torch is
-installed (its GPU run is in tests/gpu/test_torch_gpu.py)."""
+``ac.as_stream`` / ``ac.as_device_array`` accept and the errors they name.
+The torch tests (the custom op's schema, its fake implementation, CPU
+tensors refused) are in tests/gpu/test_interop_gpu.py, which runs where
+torch is installed: torch is an optional peer, in no extra of the package
+(the CUDA build PyPI serves is gigabytes)."""
 
 from __future__ import annotations
 
@@ -115,63 +117,3 @@ def test_tensor_map_on_another_device_is_refused(monkeypatch):
         interop.check_tensor_map_device(Map(), "ac.launch", "argument 0")
     Map.device_id = 0
     interop.check_tensor_map_device(Map(), "ac.launch", "argument 0")  # same device: fine
-
-
-# --- torch (optional peer): the custom op's schema and fake implementation ---
-
-
-@pytest.fixture(scope="module")
-def scale_op():
-    torch = pytest.importorskip("torch")
-    from numba import cuda
-
-    from numba_asynccopy.torch import LaunchRule, custom_op
-
-    @cuda.jit
-    def scale(src, factor, dst, half):
-        i = cuda.grid(1)
-        if i < src.size:
-            dst[i] = src[i] * factor
-
-    def outputs(x, factor: float):
-        return torch.empty_like(x), torch.empty(x.shape[0] // 2, dtype=torch.int32, device=x.device)
-
-    op = custom_op("asynccopy_test::scale", scale, outputs=outputs, n_outputs=2,
-                   launch=lambda x, factor: LaunchRule(grid=x.numel() // 128, block=128))
-    return torch, op
-
-
-def test_custom_op_fake_implementation_runs_on_meta_tensors(scale_op):
-    torch, op = scale_op
-    assert str(torch.ops.asynccopy_test.scale.default._schema) == (
-        "asynccopy_test::scale(Tensor x, float factor) -> (Tensor, Tensor)")
-    y, z = op(torch.empty(1024, dtype=torch.float16, device="meta"), 3.0)
-    assert (y.shape, y.dtype, y.device.type) == ((1024,), torch.float16, "meta")
-    assert (z.shape, z.dtype) == ((512,), torch.int32)
-    # the op has only a CUDA implementation: CPU tensors do not reach the kernel
-    with pytest.raises(NotImplementedError, match="CPU"):
-        op(torch.ones(4), 1.0)
-
-
-def test_custom_op_is_one_node_of_a_torch_compile_graph(scale_op):
-    """torch.compile traces the op through its fake implementation into one
-    graph (fullgraph: no graph break), here on meta tensors."""
-    torch, op = scale_op
-    graphs = []
-
-    def backend(gm, example_inputs):
-        graphs.append(gm)
-        return gm.forward
-
-    f = torch.compile(lambda x: op(x, 2.0)[0] + 1, backend=backend, fullgraph=True)
-    y = f(torch.empty(256, device="meta"))
-    assert y.shape == (256,) and y.device.type == "meta"
-    assert len(graphs) == 1
-    targets = [str(n.target) for n in graphs[0].graph.nodes if n.op == "call_function"]
-    assert any("asynccopy_test.scale" in t for t in targets), targets
-
-
-def test_torch_cpu_tensor_is_refused_by_launch_conversion():
-    torch = pytest.importorskip("torch")
-    with pytest.raises(ac.InteropError, match=r"argument 0 \(Tensor\) lives on the CPU device"):
-        interop.convert_args((torch.ones(3),), "ac.launch")

@@ -16,6 +16,7 @@ from numba.core.errors import TypingError
 import numba_asynccopy as ac
 from numba_asynccopy import toolchain
 
+from ..conftest import tool_missing
 from .helpers import instructions
 from .test_cluster_ptx import ptx_strings
 from .test_examples_ptx import sass_loops
@@ -342,7 +343,7 @@ def sass(name: str) -> str:
         cubin, _ = toolchain.assemble(ptx(name))
         return toolchain.disassemble(cubin)
     except toolchain.ToolMissing as e:
-        pytest.skip(str(e))
+        tool_missing(e)
 
 
 def count(text, regex):
@@ -486,7 +487,7 @@ def test_ws_reduce_configs_assemble(cfg):
             try:
                 toolchain.assemble(text)
             except toolchain.ToolMissing as e:
-                pytest.skip(str(e))
+                tool_missing(e)
         else:
             toolchain_assemble(text)
 
@@ -537,7 +538,7 @@ def toolchain_assemble(text):
     try:
         _, log = toolchain.assemble(text, verbose=True)
     except toolchain.ToolMissing as e:
-        pytest.skip(str(e))
+        tool_missing(e)
     assert "0 bytes stack frame" in log, log
 
 
@@ -595,7 +596,7 @@ def test_checked_waits_name_the_pipeline_operation():
     try:
         toolchain.assemble(raw)  # printf's arguments take a stack frame in checked mode
     except toolchain.ToolMissing as e:
-        pytest.skip(str(e))
+        tool_missing(e)
 
 
 def test_checked_protocol_traps_name_operation_slot_and_phase():

@@ -62,3 +62,50 @@ def test_missing_ptxas_names_the_cu12_wheel(tools):
     assert "no ptxas that reads PTX ISA 8.8 (NVVM is CUDA 12.9)" in why
     assert "pip install 'nvidia-cuda-nvcc-cu12==12.9.*' (or numba-asynccopy[cu12]" in why
     assert "pip install 'nvidia-cuda-nvdisasm==13.*'" in toolchain.missing_reason("nvdisasm")
+
+
+# --- a missing toolchain: a failure where required (make test, CI), else a skip ---
+
+
+def test_a_missing_tool_fails_where_required_and_skips_elsewhere(monkeypatch):
+    from .. import conftest
+
+    err = toolchain.ToolMissing("ptxas not found: no ptxas that reads PTX ISA 9.1")
+    monkeypatch.setattr(conftest, "REQUIRE_TOOLCHAIN", True)
+    with pytest.raises(pytest.fail.Exception, match="toolchain missing: ptxas not found: .*"
+                       "NUMBA_ASYNCCOPY_REQUIRE_TOOLCHAIN=1 requires it"):
+        conftest.tool_missing(err)
+    monkeypatch.setattr(conftest, "REQUIRE_TOOLCHAIN", False)
+    with pytest.raises(pytest.skip.Exception, match="^toolchain missing: ptxas not found: "):
+        conftest.tool_missing(err)
+
+
+def test_make_test_requires_the_toolchain():
+    # the CPU layer of `make test` (so CI's) and of `make test-cpu` (so
+    # test-cu12's), as make would run them (-n: print only; STAMP= leaves
+    # out the venv's set-up)
+    import shutil
+    import subprocess
+
+    from ..conftest import ROOT
+
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    for target in ("test", "test-cpu"):
+        lines = subprocess.run(["make", "-s", "-n", "-C", str(ROOT), target, "STAMP="],
+                               capture_output=True, text=True, check=True).stdout.splitlines()
+        cpu = [line for line in lines if "pytest" in line and "CUDASIM" not in line]
+        assert cpu and all(line.startswith("NUMBA_ASYNCCOPY_REQUIRE_TOOLCHAIN=1 ") for line in cpu), (
+            target, lines)
+
+
+def test_assemble_and_disassemble_count_their_runs(tools):
+    found, tmp = tools
+    found["ptxas"] = [fake_tool(tmp / "cu13" / "bin", "ptxas", "13.0")]
+    found["nvdisasm"] = [fake_tool(tmp / "cu13" / "bin", "nvdisasm", "13.0")]
+    before = dict(toolchain.runs)
+    with pytest.raises(FileNotFoundError):  # the fake ptxas writes no cubin
+        toolchain.assemble(".version 8.8\n.target sm_90\n")
+    toolchain.disassemble(b"")
+    assert toolchain.runs["ptxas"] == before.get("ptxas", 0) + 1
+    assert toolchain.runs["nvdisasm"] == before.get("nvdisasm", 0) + 1

@@ -14,6 +14,7 @@ from numba import cuda, types
 import numba_asynccopy as ac
 from numba_asynccopy import toolchain
 
+from ..conftest import tool_missing
 from .helpers import instructions, kernel_from_source, ptx_of
 
 # (load, store, dtype, n): every function at every width it takes
@@ -72,7 +73,7 @@ def sass_ops(text: str) -> list[str]:
         cubin, log = toolchain.assemble(text, verbose=True)
         return toolchain.sass_opcodes(toolchain.disassemble(cubin))
     except toolchain.ToolMissing as e:
-        pytest.skip(str(e))
+        tool_missing(e)
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)

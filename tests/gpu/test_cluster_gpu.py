@@ -369,7 +369,7 @@ def test_max_active_clusters():
 
 
 def test_declared_shape_grid_mismatch():
-    out = cuda.device_array((16, 15), np.int32)
+    out = dev_poisoned((16, 15), np.int32)  # the one good launch must write every element
     with pytest.raises(ac.ClusterLaunchError, match=r"grid \(3, 4, 1\) \(blocks\) is not a multiple "
                                                      r"of the cluster shape \(2, 2, 1\) on axis x"):
         sregs_2x2[(3, 4), 32](out)

@@ -48,3 +48,29 @@ def interleaving(request):
 
     with ac.sim.seed(request.param):
         yield request.param
+
+
+@pytest.fixture
+def sim_waits(monkeypatch):
+    """Counts, for the launches of a test, the simulator's blocking waits
+    (``waits``) and how often their predicates were evaluated
+    (``evaluations``): the work of the launch loop, the same on every
+    machine (a wall-clock bound is not).  A loop that polled, or woke every
+    waiter at every arrival, would evaluate about threads x arrivals times."""
+    from numba_asynccopy.sim import engine
+
+    counts = {"waits": 0, "evaluations": 0}
+    real = engine.ClusterRun.wait_until
+
+    def wait_until(self, pred, on_deadlock):
+        def counted():
+            counts["evaluations"] += 1  # under the cluster's lock, as every wait
+            return pred()
+
+        if hasattr(pred, "key"):  # the barrier the predicate reads (targeted wake-ups)
+            counted.key = pred.key
+        counts["waits"] += 1
+        return real(self, counted, on_deadlock)
+
+    monkeypatch.setattr(engine.ClusterRun, "wait_until", wait_until)
+    return counts
