@@ -67,7 +67,7 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    skip = pytest.mark.skip(reason="needs a CUDA GPU (run `make gpu-test` on the device machine)")
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (run `make gpu-test` on a machine with a CUDA GPU)")
     for item in items:
         if SIM:
             # in the simulator `gpu` tests run; only skip_on_sim skips

@@ -1,4 +1,4 @@
-"""Tests for machines with two or more GPUs (the ``nvidia-h200-x2`` kind).
+"""Tests for machines with two or more GPUs (such as a host with two H200s).
 Elsewhere every test here is skipped (and counted as skipped): one GPU, no
 GPU, or the simulator."""
 
@@ -27,7 +27,7 @@ def pytest_collection_modifyitems(config, items):
     if GPUS >= 2:
         return
     skip = pytest.mark.skip(reason=f"needs 2 GPUs, this machine has {GPUS} "
-                                   "(run on the nvidia-h200-x2 kind)")
+                                   "(run on a host with two or more GPUs)")
     for item in items:
         if "multigpu" in item.keywords:
             item.add_marker(skip)

@@ -5,7 +5,7 @@
   simulator or compile-only mode and says so.
 - On the GPU (marked ``gpu``): each notebook's code cells run in a fresh
   interpreter through ``tests/notebooks/execnb.py`` (no Jupyter packages
-  needed on the device machine).
+  needed on a machine with a GPU).
 """
 
 from __future__ import annotations
