@@ -516,6 +516,22 @@ def family_of(api: str) -> str | None:
     return own or next((row.family for row in _ROWS if api in row.apis), None)
 
 
+#: families with no PTX form of their own, after the registry's: NVVM's
+#: vector accesses, the loop pragma, and the pipelines over the other families
+FORMLESS_FAMILIES: tuple[str, ...] = ("vector", "pragma", "pipeline")
+#: families whose functions users reach through their module
+#: (``ac.pipeline.init``), not as names of the package
+NAMESPACE_FAMILIES: tuple[str, ...] = ("pipeline",)
+
+
+def families() -> tuple[str, ...]:
+    """Every family module: the registry's, in table order, then
+    :data:`FORMLESS_FAMILIES`.  The package binds each family's simulator
+    twins (``sim/<family>.py``) from this list."""
+    seen = dict.fromkeys(row.family for row in _ROWS)
+    return (*seen, *(f for f in FORMLESS_FAMILIES if f not in seen))
+
+
 @functools.lru_cache(maxsize=None)
 def _by_opcode() -> dict[str, tuple[Form, ...]]:
     table: dict[str, list[Form]] = {}

@@ -25,6 +25,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from ._version import __version__
+
 #: Environment variables this module reads (when first needed, not at import).
 CHECKED_ENV = "NUMBA_ASYNCCOPY_CHECKED"
 TIMEOUT_ENV = "NUMBA_ASYNCCOPY_WAIT_TIMEOUT_NS"
@@ -182,8 +184,6 @@ def _note_compiled() -> bool:
 
 def cache_key() -> tuple:
     """The part of the compile cache key that this package owns."""
-    from . import __version__
-
     return ("numba_asynccopy", __version__, _checked_now(), _timeout_now())
 
 

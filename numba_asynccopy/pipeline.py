@@ -1088,12 +1088,3 @@ def copy_tensor(typingctx, pipe, state, dst, tensor_map, coords, fence=True, cac
             (False, True): local_policy, (False, False): local}[(bool(mask), policy)]
 
     return types.void(pipe, state, dst, tensor_map, coords, fence, cache_policy), _lower(impl)
-
-
-from . import sim as _sim  # noqa: E402
-
-if _sim.ENABLED:
-    # NUMBA_ENABLE_CUDASIM=1: the same names run in Python, with the protocol checked
-    from .sim import pipeline as _sim_pipeline
-
-    globals().update({n: getattr(_sim_pipeline, n) for n in __all__ if hasattr(_sim_pipeline, n)})

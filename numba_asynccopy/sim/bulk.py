@@ -29,12 +29,12 @@ completes the same bytes on the same barrier in every CTA of the mask.
 
 from __future__ import annotations
 
-import sys
 from typing import Callable
 
 import numpy as np
 
 from .. import _rules
+from .. import bulk as _dev
 from . import _runtime as rt
 from . import mbarrier as _mb
 from ._mirror import mirrors
@@ -42,7 +42,6 @@ from . import cp_async as _cp
 from .cp_async import _bytes
 from .cp_async import _check_views as _check_chunk_views
 
-_dev = sys.modules["numba_asynccopy.bulk"]
 ALIGN = _dev.BULK_ALIGN
 
 

@@ -37,12 +37,11 @@ import threading
 import numpy as np
 
 from .. import _rules
-from ..host import _numba_sim_internals as _nbsim
+from .. import cluster as _dev
+from . import _numba_sim_internals as _nbsim
 from . import _runtime as rt
 from ._mirror import mirrors
 from .cp_async import _bytes
-
-_dev = sys.modules["numba_asynccopy.cluster"]
 
 
 # --- per-cluster state ---------------------------------------------------------------

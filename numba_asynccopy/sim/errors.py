@@ -10,10 +10,36 @@ import threading
 
 from .. import checked as _checked
 from .._lowering import TRAP_PREFIX
-from ..host import _numba_sim_internals as _nbsim
+from . import _numba_sim_internals as _nbsim
 
 SIM_PREFIX = "numba_asynccopy simulator: "
 _SIM_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+# --- acting on behalf of another thread (deadlock messages) ------------------------------
+
+_acting = threading.local()
+
+
+class acting_as:
+    """``with acting_as(t):`` messages made inside name thread ``t`` (a
+    deadlock described on behalf of a blocked thread)."""
+
+    def __init__(self, t):
+        self.t = t
+
+    def __enter__(self):
+        self.old = getattr(_acting, "thread", None)
+        _acting.thread = self.t
+
+    def __exit__(self, *exc):
+        _acting.thread = self.old
+
+
+def acting_thread():
+    """The simulated thread a message is about: the current one, or the one
+    whose deadlock is being described."""
+    return getattr(_acting, "thread", None) or threading.current_thread()
 
 
 class SimulatorError(RuntimeError):
@@ -27,8 +53,6 @@ class DeadlockError(SimulatorError):
 def where(t=None) -> str:
     """``[block (x,y,z) thread (x,y,z)]`` of ``t``, default the calling thread."""
     if t is None:
-        from .engine import acting_thread
-
         t = acting_thread()
     b, i = _nbsim.block_idx(t), _nbsim.thread_idx(t)
     return "[block ({},{},{}) thread ({},{},{})]".format(*b, *i)

@@ -13,13 +13,11 @@ lane fall a phase behind (a false deadlock).
 
 from __future__ import annotations
 
-import sys
 
+from .. import fence as _dev
 from . import _runtime as rt
 from . import mbarrier as _mb
 from ._mirror import mirrors
-
-_dev = sys.modules["numba_asynccopy.fence"]
 
 
 @mirrors(_dev.fence_proxy_async,
@@ -58,7 +56,7 @@ class _Election:
 def _warp_lanes(blk, warp_base: int) -> list:
     """lane -> simulated thread of the warp starting at linear id ``warp_base``
     (None for a lane the block does not have)."""
-    from ..host import _numba_sim_internals as nbsim
+    from . import _numba_sim_internals as nbsim
 
     lanes = [None] * 32
     for t in nbsim.block_threads(blk.mgr):

@@ -14,15 +14,13 @@ the block behave the same way, so a spin loop cannot hang either.
 
 from __future__ import annotations
 
-import sys
 
 import numpy as np
 
 from .. import _rules
+from .. import mbarrier as _dev
 from . import _runtime as rt
 from ._mirror import mirrors
-
-_dev = sys.modules["numba_asynccopy.mbarrier"]
 
 
 def _state(b: rt.Barrier, pending: int) -> np.uint64:

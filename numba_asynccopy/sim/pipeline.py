@@ -30,12 +30,12 @@ Example::
 
 from __future__ import annotations
 
-import sys
 import threading
 
 import numpy as np
 
 from .. import _rules
+from .. import pipeline as _dev
 from . import _runtime as rt
 from . import bulk as _bulk
 from . import cluster as _cl
@@ -45,7 +45,6 @@ from . import mbarrier as _mb
 from . import tensor as _tensor
 from ._mirror import mirrors
 
-_dev = sys.modules["numba_asynccopy.pipeline"]
 # the device constructors (intrinsics): their typing validates the arguments
 _DEV = {n: getattr(_dev, n) for n in ("group_pipeline", "cp_async_pipeline", "tma_pipeline",
                                        "cluster_tma_pipeline")}

@@ -18,8 +18,8 @@ from typing import Callable
 import numpy as np
 
 from .. import _rules
-from ..host import _numba_sim_internals as _nbsim
-from ..host._numba_sim_internals import address
+from . import _numba_sim_internals as _nbsim
+from ._numba_sim_internals import address
 from .errors import SIM_PREFIX, SimulatorError, violation
 from .schedule import POISON_BYTE, eager
 

@@ -22,13 +22,13 @@ raise :class:`~numba_asynccopy.sim.SimulatorError`.
 
 from __future__ import annotations
 
-import sys
 import weakref
 from typing import Any, Sequence
 
 import numpy as np
 
 from .. import _rules
+from .. import tensor as _dev
 from ..host import tensor_map as _tm
 from . import _runtime as rt
 from . import cp_async as _cp
@@ -36,7 +36,6 @@ from . import mbarrier as _mb
 from ._mirror import mirrors
 from .bulk import BulkOp, _check_mbar, _check_space, _combine, _issue
 
-_dev = sys.modules["numba_asynccopy.tensor"]
 
 #: word 0 of a simulator map buffer (words 0..15 are the driver's map on the GPU)
 SIM_MARK = 0x50414D5453494D41  # "AMISTMAP"
@@ -54,6 +53,8 @@ class TensorMap(_tm.TensorMap):
         tmap = ac.TensorMap(A, (16, 32))
         kernel[1, 128](tmap, out)
     """
+
+    __mirrors__ = _tm.TensorMap  # bound in its place (``sim.bind``)
 
     def __init__(self, array: Any, box: Sequence[int], *, swizzle: int | None = None,
                  interleave: int | None = None, l2_promotion: int | None = None,
