@@ -25,12 +25,10 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-import threading
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
-from ._compat import TypingError, compile_cc
+from ._compat import TypingError, compile_cc, typing_api, typing_for
 
 Quals = tuple[tuple[str, tuple[str, ...]], ...]
 
@@ -92,11 +90,6 @@ class Form:
                 f"NVVM emits PTX ISA {isa[0]}.{isa[1]} (install a newer CUDA toolkit "
                 "or the numba-cuda flavour that brings one)"
             )
-
-    def require_sm(self, api: str | None = None) -> None:
-        """The gate (kept under its earlier name)."""
-        self.gate(api)
-
 
 def ptx_version(text: str) -> tuple[int, int]:
     major, minor = text.split(".")
@@ -464,30 +457,17 @@ def kernel(g, tm, out):
     bars = cuda.shared.array(4, np.uint64)
 """
 
-# the current intrinsic's name while its typing selects forms (see ``selecting``)
-_typing = threading.local()
-
-
-@contextmanager
-def selecting(api: str) -> Iterator[None]:
-    """Within: every :func:`form` looked up is gated for intrinsic ``api``.
-
-    ``_compat.intrinsic`` wraps each intrinsic's typing (and its re-typing
-    for another target) in it, so no family module calls the gate itself.
-    """
-    previous = getattr(_typing, "api", None)
-    _typing.api = api
-    try:
-        yield
-    finally:
-        _typing.api = previous
+#: within, every :func:`form` looked up is gated for intrinsic ``api``:
+#: ``_compat.intrinsic`` wraps each intrinsic's typing (and its re-typing for
+#: another target) in it, so no family module calls the gate itself
+selecting = typing_for
 
 
 def form(key: str) -> Form:
     """The row ``key``; gated against the compile target when an
     intrinsic's typing selects it (inside :func:`selecting`)."""
     row = FORMS[key]
-    api = getattr(_typing, "api", None)
+    api = typing_api()
     if api is not None:
         row.gate(api)
     return row

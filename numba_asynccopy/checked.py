@@ -25,6 +25,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from . import _rules
 from ._version import __version__
 
 #: Environment variables this module reads (when first needed, not at import).
@@ -218,8 +219,6 @@ def declare(apis: str | tuple[str, ...], argument: str, rule: Any, **fields: Any
         declare("mbarrier_init", "count", _rules.outside_range,
                 name="count", value="…", lo=1, hi=_rules.MAX_COUNT)
     """
-    from . import _rules
-
     if isinstance(rule, _rules.Rule):
         name, text = rule.name, rule(**fields)
     else:

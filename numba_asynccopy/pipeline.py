@@ -95,7 +95,7 @@ from ._lowering import I32, I64, as_i32, block_threads, shared_addr32, trap_if
 from ._regions import check_barrier, is_absent, literal_value
 from .bulk import cp_async_bulk_g2s, validate_bulk_g2s
 from .cp_async import commit_group, wait_all, wait_group
-from .cluster import cluster_sync
+from .cluster import cluster_sync, read_sreg
 from .fence import fence_mbarrier_init, fence_proxy_async
 from .mbarrier import (
     MAX_COUNT,
@@ -591,8 +591,6 @@ def _check_init(typingctx, bars, need, threads, what, ctas=0):
             if n_ctas:
                 # the copies multicast to ranks 0..ctas-1 and the releases arrive
                 # there: any other cluster size loses bytes or arrivals
-                from .cluster import read_sreg
-
                 nc = read_sreg(builder, "sreg.cluster_nctarank")
                 trap_if(context, builder, builder.icmp_unsigned("!=", nc, ir.Constant(I32, n_ctas)),
                         "pipeline init",

@@ -14,17 +14,21 @@ typing) and, for what patches or reads numba-cuda's simulator,
 
 from __future__ import annotations
 
-from . import _numba_sim_internals as _nbsim
 from ._numba_sim_internals import address
 from .args import numba_type, unwrap, validate
 from .errors import (SIM_PREFIX, DeadlockError, SimulatorError, blocked_waits, caller_line, deadlock,
                      root_cause, violation, where)
 from .schedule import (POISON_BYTE, SCHEDULES, eager, get_schedule, get_seed, schedule, seed,
                        set_schedule, set_seed)
-from .state import AsyncOp, Barrier, BlockState, ThreadState, barrier_of, current, describe_shared, space_of
+from .events import EVENTS, Events, Slots
+from .state import (AsyncOp, Barrier, BlockState, ThreadState, barrier_of, check_cluster_fenced,
+                    check_init_fenced, check_tx_overflow, current, describe_shared, fence_inits, issued,
+                    space_of, threads_of)
 
 
 __all__ = [
+    "EVENTS", "Events", "Slots", "threads_of", "check_cluster_fenced", "check_init_fenced",
+    "check_tx_overflow", "fence_inits", "issued",
     "AsyncOp", "Barrier", "BlockState", "DeadlockError", "POISON_BYTE", "SCHEDULES",
     "SIM_PREFIX", "SimulatorError", "ThreadState", "address", "barrier_of", "blocked_waits",
     "caller_line", "deadlock", "root_cause",

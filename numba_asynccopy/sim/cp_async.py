@@ -88,8 +88,34 @@ def _first_overlap(a: np.ndarray, b: np.ndarray) -> int | None:
     return int(both[0]) if both.size else None
 
 
+class Groups:
+    """cp.async's slot of a thread's state: its copies not yet committed and
+    its committed groups, oldest first."""
+
+    def __init__(self, th):
+        self.uncommitted: list = []
+        self.committed: list[list] = []
+
+    def commit(self) -> None:
+        self.committed.append(self.uncommitted)
+        self.uncommitted = []
+
+    def pending(self) -> list:
+        """This thread's copies that have not landed, oldest first."""
+        out = [op for g in self.committed for op in g if not op.landed]
+        return out + [op for op in self.uncommitted if not op.landed]
+
+
+class InFlight:
+    """A block's slot: the shared-memory writes (and bulk reads) of copies
+    not landed yet, (op, views, site, reads)."""
+
+    def __init__(self, blk):
+        self.ops: list = []
+
+
 def _in_flight(blk) -> list:
-    return blk.__dict__.setdefault("_ac_in_flight", [])
+    return blk.slot(InFlight).ops
 
 
 def _track(blk, op, views: list, site: str, reads: bool = False) -> None:
@@ -183,7 +209,7 @@ def cp_async(dst, src, chunk_bytes, *, cache=None, prefetch=None, src_size=None,
         else:
             op.poison()
             _track(blk, op, views, f"{api} issued at {rt.caller_line()} {rt.where()}")
-        th.uncommitted.append(op)
+        th.slot(Groups).uncommitted.append(op)
         blk.changed()
 
 
@@ -196,14 +222,14 @@ def commit_group():
 
 
 def _commit(th) -> None:
-    th.groups.append(th.uncommitted)
-    th.uncommitted = []
+    th.slot(Groups).commit()
 
 
 def _retire(th, blk, keep: int) -> None:
+    groups = th.slot(Groups).committed
     with blk.cond:
-        while len(th.groups) > keep:
-            for op in th.groups.pop(0):
+        while len(groups) > keep:
+            for op in groups.pop(0):
                 op.land()
         blk.changed()
 

@@ -34,6 +34,7 @@ import numpy as np
 from ..host.launch import _WHAT, ClusterLaunchError, check_cluster_shape, check_grid
 from . import _numba_sim_internals as _nbsim
 from .errors import SIM_PREFIX, DeadlockError, SimulatorError, acting_as, acting_thread, where
+from .events import Events, Slots
 
 
 class _Waiter:
@@ -77,7 +78,7 @@ class LaunchInfo:
         return pts
 
 
-class ClusterRun:
+class ClusterRun(Slots):
     """The CTAs of one cluster running together, and the engine they share.
 
     ``lock`` guards every piece of simulator state of the cluster (barrier
@@ -116,7 +117,9 @@ class ClusterRun:
         self.cbar_count = 0
         self.cbar_release = {p: True for p in points}  # every arrive of a CTA this gen was .release
         self.cbar_cta_count = {p: 0 for p in points}
-        self.cluster_state: dict = {}  # sim/cluster.py keeps its per-cluster state here
+        # this run's events: "thread_exit" (a thread), "block_exit" (a CTA's point);
+        # a family keeps its per-cluster state in a slot (sim/cluster.py)
+        self.events = Events()
 
     # --- identity --------------------------------------------------------------------
 
@@ -323,25 +326,23 @@ class ClusterRun:
                 self._fail(t.exception[0], t.exception[1])
             if self.block_live[blk] == 0:
                 self.exited.add(blk)
-                hook = self.cluster_state.get("on_block_exit")
-                if hook is not None and self.failed is None:
-                    try:
-                        hook(blk)
-                    except Exception as e:  # noqa: BLE001
-                        self._fail(e, e.__traceback__)
+                self._emit("block_exit", blk)
             else:
                 self._release_sync(blk)
             # a cluster barrier counts exited threads as arrived
-            hook = self.cluster_state.get("on_thread_exit")
-            if hook is not None and self.failed is None:
-                try:
-                    hook(t)
-                except Exception as e:  # noqa: BLE001
-                    self._fail(e, e.__traceback__)
+            self._emit("thread_exit", t)
             if self.live == 0:
                 self.main.notify_all()
             else:
                 self._check_stuck()
+
+    def _emit(self, event: str, *args) -> None:
+        """Tell the families; an error they raise fails the launch."""
+        if self.failed is None:
+            try:
+                self.events.emit(event, *args)
+            except Exception as e:  # noqa: BLE001
+                self._fail(e, e.__traceback__)
 
     def run(self, f, args) -> None:
         from numba.cuda.simulator import kernel as simkernel

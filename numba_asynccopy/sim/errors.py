@@ -112,38 +112,17 @@ def root_cause(threads) -> tuple[object, BaseException] | None:
 
 
 def blocked_waits(blk) -> str:
-    """Every wait the block's threads are blocked in, grouped: each barrier
-    with its counts and the threads waiting on it (and where), then the
-    other waits, the threads in ``cuda.syncthreads()`` and those that exited."""
-    groups: dict = {}
-    other, sync, gone = [], [], []
+    """The block's threads blocked in ``cuda.syncthreads()`` and those that
+    exited, for a deadlock message."""
+    # the waits on barriers are described by the waits themselves (the engine
+    # tracks its waiters); this lists the threads in no such wait
+    sync, gone = [], []
     for t in _nbsim.block_threads(blk.mgr):
-        pred = blk.waiting.get(t)
-        if pred is not None:
-            b = getattr(pred, "barrier", None)
-            key = (id(b), getattr(pred, "what", ""), getattr(pred, "line", ""))
-            if b is None and getattr(pred, "describe", None) is None:
-                other.append(t)
-            else:
-                groups.setdefault(key, (b, pred, []))[2].append(t)
-        elif t.ident is not None and not t.is_alive():
+        if t.ident is not None and not t.is_alive():
             gone.append(t)
         elif _nbsim.syncthreads_blocked(t):
             sync.append(t)
     parts = []
-    for b, pred, ts in groups.values():
-        at = f" at {pred.line}" if getattr(pred, "line", "") else ""
-        if b is not None:
-            pend, tx = b.outstanding()
-            # every arrival in, bytes missing: no blocked thread can bring them
-            starved = (f" (starved: every arrival is in but {tx} announced transaction bytes "
-                       "never come)") if pend == 0 and tx > 0 else ""
-            parts.append(f"threads {_ids(ts)} wait{at} for {pred.what} of {b.name()}, in "
-                         f"{b.report()}{starved}")
-        else:
-            parts.append(f"threads {_ids(ts)} wait{at} in {pred.describe()}")
-    if other:
-        parts.append(f"threads {_ids(other)} wait in another blocking call")
     if sync:
         parts.append(f"threads {_ids(sync)} wait in cuda.syncthreads()")
     if gone:

@@ -159,6 +159,14 @@ def _key(pipe):
     return ("bars", rt.address(rt.unwrap(pipe.bars)))
 
 
+class Records:
+    """The pipeline family's slot of a thread's state: its record of each
+    pipeline (:func:`_thread_rec`)."""
+
+    def __init__(self, th):
+        self.by_pipe: dict = {}
+
+
 def _thread_rec(api: str, pipe) -> dict:
     """This thread's record of a pipeline: per slot, the step of the state it
     acquired and has not committed ("open"), committed and not released
@@ -166,7 +174,7 @@ def _thread_rec(api: str, pipe) -> dict:
     copies and bytes of the open stage; the last step acquired; the groups
     committed."""
     th, _ = rt.current(api)
-    recs = th.__dict__.setdefault("_ac_pipes", {})
+    recs = th.slot(Records).by_pipe
     return recs.setdefault(_key(pipe), {"open": {}, "filled": {}, "waited": {}, "copies": {},
                                         "bytes": {}, "acquired": -1, "commits": 0})
 
@@ -194,7 +202,7 @@ def _blocking_wait(api: str, pipe, state, k: int, parity: int, side: str) -> Non
         full = rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, i))
         empty = (None if _solo(pipe) else
                  rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, pipe.stages + i)))
-        th.spin = None
+        _mb.forget_spin(th)
 
         def fail():
             second = "" if empty is None else f"; its empty barrier is in {empty.report()}"
@@ -281,7 +289,7 @@ def init(pipe):
             _mb.mbarrier_init(bars[c["stages"] + s:], c["consumers"])
         if kind == "tma":  # the device's init fences the inits for the copy engine
             with blk.cond:
-                _mb._fence_inits(th, blk)
+                rt.fence_inits(th, blk)
     t.syncthreads()
 
 

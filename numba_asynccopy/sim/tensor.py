@@ -32,9 +32,9 @@ from .. import tensor as _dev
 from ..host import tensor_map as _tm
 from . import _runtime as rt
 from . import cp_async as _cp
-from . import mbarrier as _mb
 from ._mirror import mirrors
 from .bulk import BulkOp, _check_mbar, _check_space, _combine, _issue
+from .cluster import _multicast
 
 
 #: word 0 of a simulator map buffer (words 0..15 are the driver's map on the GPU)
@@ -220,17 +220,15 @@ def cp_async_bulk_tensor_load(dst, tensor_map, coords, mbar, *, multicast_mask=N
             dense[ix[1]] = t[ix[0]]  # read now: a copy of the source
         payload = _swizzle_bytes(dense, spec.swizzle)
         if kw["multicast_mask"] is not None:
-            from .cluster import _multicast
-
             _multicast(api, kw["multicast_mask"], d, b, payload, spec.box_bytes, _tile_bytes)
             return
-        _mb._check_init_fenced(api, bar)
+        rt.check_init_fenced(api, bar)
         tile = _tile_bytes(d)
         _cp._check_reuse(api, "dst", blk, [tile])
-        op = _mb._issued(rt.AsyncOp([(tile, payload)], tx_bytes=spec.box_bytes), api)
+        op = rt.issued(rt.AsyncOp([(tile, payload)], tx_bytes=spec.box_bytes), api)
         bar.attach(blk, op)
         _cp._track(blk, op, [tile], op.issued_at)
-        _mb._check_tx_overflow(api, bar)
+        rt.check_tx_overflow(api, bar)
 
 
 def _store(api, m, cs, s, o, dtype_code=None):
