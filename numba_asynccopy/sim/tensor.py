@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import _rules
+from .. import _layout, _rules
 from .. import tensor as _dev
 from ..host import tensor_map as _tm
 from . import _runtime as rt
@@ -162,23 +162,12 @@ def _box_index(spec: _tm.TensorMapSpec, cs: list[int]):
     return np.ix_(*t_idx), np.ix_(*b_idx)
 
 
-def _units(nbytes: int, swizzle: int | None) -> np.ndarray:
-    """Shared byte offset of each 16-byte unit of the dense box."""
-    o = np.arange(0, nbytes, 16)
-    if swizzle is None:
-        return o
-    return o ^ (((o >> 7) & (swizzle // 16 - 1)) << 4)
-
-
 def _swizzle_bytes(dense: np.ndarray, swizzle: int | None) -> np.ndarray:
-    raw = np.ascontiguousarray(dense).view(np.uint8).reshape(-1)
-    out = np.empty_like(raw)
-    out.reshape(-1, 16)[_units(raw.size, swizzle) // 16] = raw.reshape(-1, 16)
-    return out
+    return _layout.swizzle_bytes(dense, _layout.swizzle(swizzle))
 
 
 def _unswizzle_bytes(raw: np.ndarray, swizzle: int | None) -> np.ndarray:
-    return raw.reshape(-1, 16)[_units(raw.size, swizzle) // 16].reshape(-1)
+    return _layout.unswizzle_bytes(raw, _layout.swizzle(swizzle))
 
 
 def _fill_value(spec: _tm.TensorMapSpec, dtype: np.dtype):
@@ -213,7 +202,7 @@ def cp_async_bulk_tensor_load(dst, tensor_map, coords, mbar, *, multicast_mask=N
         tmap = _check_map(api, m, len(cs), d, "dst")
         c = _coords(api, cs, m, store=False)
         spec, t = tmap.spec, tmap.tensor
-        dense = np.full([-(-n // e) for n, e in zip(spec.box, spec.element_strides)],
+        dense = np.full(_layout.box_counts(spec.box, spec.element_strides),
                         _fill_value(spec, t.dtype), t.dtype)
         ix = _box_index(spec, c)
         if ix is not None:
@@ -238,7 +227,7 @@ def _store(api, m, cs, s, o, dtype_code=None):
     tmap = _check_map(api, m, len(cs), s, "src", dtype_code)
     c = _coords(api, cs, m, store=True)
     spec, t = tmap.spec, tmap.tensor
-    counts = [-(-n // e) for n, e in zip(spec.box, spec.element_strides)]
+    counts = _layout.box_counts(spec.box, spec.element_strides)
     ix = _box_index(spec, c)
     sb = _tile_bytes(s)
 
