@@ -56,8 +56,7 @@ test-cu12:
 # the README's feature table (from the registry of PTX forms) and checked-mode
 # table (from the checks' declarations)
 readme-table: $(STAMP)
-	$(PY) -c 'from numba_asynccopy._forms import write_readme_table as w; print("README feature table", "rewritten" if w("README.md") else "up to date")'
-	$(PY) -c 'from numba_asynccopy.checked import write_readme_table as w; print("README checked-mode table", "rewritten" if w("README.md") else "up to date")'
+	$(PY) -m numba_asynccopy._readme README.md
 
 # --- on the device machine (see README, "Development") -------------------
 # Uses the machine's python3 and packages plus the wheels carried in .whl.

@@ -13,7 +13,7 @@ What reads it:
 - the per-row CPU tests (compile ``example`` at ``min_sm``, find the opcode
   and map it back to the row, expect the named error one target lower);
 - the simulator's family dispatch, ``__all__`` and the README feature table
-  (``make readme-table``);
+  (``make readme-table``, ``_readme.py``);
 - ``ac.inspect``, which maps PTX instructions back to rows by expanding the
   qualifier sets (no regular expressions over the syntax).
 
@@ -547,18 +547,3 @@ def feature_table() -> str:
         syntax = row.syntax.replace("|", "\\|")  # a bare | would end the cell
         lines.append(f"| {apis} | `{syntax}` | {row.min_ptx} | sm_{row.min_sm} |")
     return "\n".join(lines)
-
-
-def write_readme_table(path: str) -> bool:
-    """Rewrite the feature table between the README's markers; True if it changed."""
-    begin, end = "<!-- feature-table:begin -->\n", "\n<!-- feature-table:end -->"
-    with open(path) as f:
-        text = f.read()
-    head, rest = text.split(begin)
-    _, tail = rest.split(end)
-    new = head + begin + feature_table() + end + tail
-    if new != text:
-        with open(path, "w") as f:
-            f.write(new)
-    return new != text
-

@@ -242,17 +242,3 @@ def checks_table() -> str:
         shown = f"`{arg}`" if arg.replace(", ", "").replace("_", "").isalnum() else arg
         lines.append(f"| `{api}` | {shown} | " + "<br>".join(texts) + " |")
     return "\n".join(lines)
-
-
-def write_readme_table(path: str) -> bool:
-    """Rewrite the checked-mode table between the README's markers; True if it changed."""
-    begin, end = "<!-- checked-table:begin -->\n", "\n<!-- checked-table:end -->"
-    with open(path) as f:
-        text = f.read()
-    head, rest = text.split(begin)
-    _, tail = rest.split(end)
-    new = head + begin + checks_table() + end + tail
-    if new != text:
-        with open(path, "w") as f:
-            f.write(new)
-    return new != text
