@@ -230,9 +230,9 @@ def declare(apis: str | tuple[str, ...], argument: str, rule: Any, **fields: Any
 
 
 def checks_table() -> str:
-    """The README's checked-mode table: one row per function and argument."""
-    import numba_asynccopy  # noqa: F401  (every family declares its checks on import)
-
+    """The README's checked-mode table: one row per function and argument
+    (every family has declared its checks: importing this module imports
+    the package, and with it every family)."""
     rows: dict[tuple[str, str], list[str]] = {}
     for c in CHECKS:
         rows.setdefault((c.api, c.argument), []).append(c.text.replace("|", "\\|"))
