@@ -24,6 +24,7 @@ from typing import Callable
 import numpy as np
 
 from . import suites_async as _async
+from .copyrows import _torch
 
 SIZES = {
     "full": {"copy_words": 1 << 28, "sgemm": (4096, 8192), "stencil": (16384, 16384)},
@@ -125,16 +126,6 @@ def _bench(run, *, reps, warmup):
     from .devutil import bench
 
     return bench(run, reps=reps, warmup=warmup)
-
-
-def _torch():
-    """torch with TF32 off, or raise."""
-    import torch
-
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
-    return torch
 
 
 # --- copy ---------------------------------------------------------------------

@@ -210,10 +210,9 @@ def _rebuild(p: dict):
 
 
 def _child_compile(payload: dict) -> str:
-    import numba_asynccopy as ac
-
+    # the child imported this module, so the package (every intrinsic) is loaded
     if payload.get("checked") is not None:
-        ac.set_checked(payload["checked"])
+        checked.set_checked(payload["checked"])
     fn = _rebuild(payload["fn"])
     try:
         return compile_kernel_ptx(fn, payload["argtypes"], payload["cc"], payload["fastmath"])
