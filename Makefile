@@ -80,8 +80,7 @@ test-cu12:
 FEATURE_TABLE_PAGE := docs/reference/features.md
 CHECKED_TABLE_PAGE := docs/tutorial/checked-mode.md
 readme-table: $(STAMP)
-	$(PY) -c 'from numba_asynccopy._forms import write_readme_table as w; print("feature table", "rewritten" if w("$(FEATURE_TABLE_PAGE)") else "up to date")'
-	$(PY) -c 'from numba_asynccopy.checked import write_readme_table as w; print("checked-mode table", "rewritten" if w("$(CHECKED_TABLE_PAGE)") else "up to date")'
+	$(PY) -m numba_asynccopy._readme $(FEATURE_TABLE_PAGE) $(CHECKED_TABLE_PAGE)
 
 # the type stub of the public API (numba_asynccopy/__init__.pyi; a CPU test
 # fails when it is stale)

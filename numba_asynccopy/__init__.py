@@ -4,9 +4,9 @@
 ``@cuda.jit`` kernels.
 """
 
-__version__ = "0.1.0"
-
 import importlib as _importlib
+
+from ._version import __version__
 
 from . import checked as _checked
 from ._compat import ContractError
@@ -73,9 +73,9 @@ __all__ = [*_public_apis(), *_VECTOR_API, *_PRAGMA_API, *_MMA_API, *_WGMMA_API, 
 from . import pipeline, sim
 
 if sim.ENABLED:
-    # NUMBA_ENABLE_CUDASIM=1: the same names become pure-Python versions
+    # NUMBA_ENABLE_CUDASIM=1: the same names become the simulator's twins
     # (validation reused from the modules above), so kernels run unchanged.
-    globals().update(sim.implementations(globals()))
+    sim.bind(globals())
 else:
     _patch_cache_key(_checked.cache_key)
     _install_facts()  # before the pragmas: a pragma_nounroll loop's metadata is its own

@@ -17,10 +17,12 @@ start with that error's message, then the call site, then numba's listing.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import sys
-from typing import Any, Callable
+import threading
+from typing import Any, Callable, Iterator
 
 from numba.core import errors as core_errors
 from numba.core import types
@@ -113,13 +115,32 @@ def intrinsic(fn: Callable) -> Any:
     return llc
 
 
+# the current intrinsic's name while its typing runs (``_forms.form`` gates
+# every row it looks up in that name)
+_typing = threading.local()
+
+
+def typing_api() -> str | None:
+    """The public name of the intrinsic whose typing is running, or None."""
+    return getattr(_typing, "api", None)
+
+
+@contextlib.contextmanager
+def typing_for(api: str) -> Iterator[None]:
+    """Within: :func:`typing_api` is ``api``."""
+    previous = getattr(_typing, "api", None)
+    _typing.api = api
+    try:
+        yield
+    finally:
+        _typing.api = previous
+
+
 def _select_forms(fn: Callable, bound: inspect.BoundArguments) -> Any:
     """Run a typing function; every PTX form it selects from the registry
     is gated against the compile target there (sm and PTX ISA), in the
     intrinsic's name."""
-    from ._forms import selecting  # _forms imports this module
-
-    with selecting(fn.__name__):
+    with typing_for(fn.__name__):
         return fn(*bound.args, **bound.kwargs)
 
 

@@ -13,7 +13,7 @@ What reads it:
 - the per-row CPU tests (compile ``example`` at ``min_sm``, find the opcode
   and map it back to the row, expect the named error one target lower);
 - the simulator's family dispatch, ``__all__`` and the docs' feature table
-  (``make readme-table``);
+  (``make readme-table``, ``_readme.py``);
 - ``ac.inspect``, which maps PTX instructions back to rows by expanding the
   qualifier sets (no regular expressions over the syntax).
 
@@ -25,12 +25,10 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-import threading
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
-from ._compat import TypingError, compile_arch, compile_cc
+from ._compat import TypingError, compile_arch, compile_cc, typing_api, typing_for
 
 Quals = tuple[tuple[str, tuple[str, ...]], ...]
 
@@ -114,11 +112,6 @@ class Form:
                 f"NVVM emits PTX ISA {isa[0]}.{isa[1]} (install a newer CUDA toolkit "
                 "or the numba-cuda flavour that brings one)"
             )
-
-    def require_sm(self, api: str | None = None) -> None:
-        """The gate (kept under its earlier name)."""
-        self.gate(api)
-
 
 def ptx_version(text: str) -> tuple[int, int]:
     major, minor = text.split(".")
@@ -581,30 +574,17 @@ def kernel(g, tm, out):
     hb = cuda.shared.array((64, 64), np.uint16, alignment=1024)
 """
 
-# the current intrinsic's name while its typing selects forms (see ``selecting``)
-_typing = threading.local()
-
-
-@contextmanager
-def selecting(api: str) -> Iterator[None]:
-    """Within: every :func:`form` looked up is gated for intrinsic ``api``.
-
-    ``_compat.intrinsic`` wraps each intrinsic's typing (and its re-typing
-    for another target) in it, so no family module calls the gate itself.
-    """
-    previous = getattr(_typing, "api", None)
-    _typing.api = api
-    try:
-        yield
-    finally:
-        _typing.api = previous
+#: within, every :func:`form` looked up is gated for intrinsic ``api``:
+#: ``_compat.intrinsic`` wraps each intrinsic's typing (and its re-typing for
+#: another target) in it, so no family module calls the gate itself
+selecting = typing_for
 
 
 def form(key: str) -> Form:
     """The row ``key``; gated against the compile target when an
     intrinsic's typing selects it (inside :func:`selecting`)."""
     row = FORMS[key]
-    api = getattr(_typing, "api", None)
+    api = typing_api()
     if api is not None:
         row.gate(api)
     return row
@@ -631,6 +611,22 @@ def family_of(api: str) -> str | None:
     it (a function that emits only forms of others, like a blocking wait)."""
     own = next((row.family for row in _ROWS if row.apis[:1] == (api,)), None)
     return own or next((row.family for row in _ROWS if api in row.apis), None)
+
+
+#: families with no PTX form of their own, after the registry's: NVVM's
+#: vector accesses, the loop pragma, and the pipelines over the other families
+FORMLESS_FAMILIES: tuple[str, ...] = ("vector", "pragma", "pipeline")
+#: families whose functions users reach through their module
+#: (``ac.pipeline.init``), not as names of the package
+NAMESPACE_FAMILIES: tuple[str, ...] = ("pipeline",)
+
+
+def families() -> tuple[str, ...]:
+    """Every family module: the registry's, in table order, then
+    :data:`FORMLESS_FAMILIES`.  The package binds each family's simulator
+    twins (``sim/<family>.py``) from this list."""
+    seen = dict.fromkeys(row.family for row in _ROWS)
+    return (*seen, *(f for f in FORMLESS_FAMILIES if f not in seen))
 
 
 @functools.lru_cache(maxsize=None)
@@ -669,19 +665,3 @@ def feature_table() -> str:
         syntax = row.syntax.replace("|", "\\|")  # a bare | would end the cell
         lines.append(f"| {apis} | `{syntax}` | {row.min_ptx} | {row.target} |")
     return "\n".join(lines)
-
-
-def write_readme_table(path: str) -> bool:
-    """Rewrite the feature table between the markers of the page at ``path``
-    (``<!-- feature-table:begin -->`` ... ``end``); True if it changed."""
-    begin, end = "<!-- feature-table:begin -->\n", "\n<!-- feature-table:end -->"
-    with open(path) as f:
-        text = f.read()
-    head, rest = text.split(begin)
-    _, tail = rest.split(end)
-    new = head + begin + feature_table() + end + tail
-    if new != text:
-        with open(path, "w") as f:
-            f.write(new)
-    return new != text
-

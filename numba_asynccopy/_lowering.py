@@ -9,6 +9,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.cuda import cgutils, nvvmutils
 
+from . import _rules
 from ._forms import form
 
 I1 = ir.IntType(1)
@@ -139,8 +140,6 @@ def check_range_full(context, builder, api: str, name: str, val, ty, lo: int, hi
     check does not say ``outside_range``."""
     if isinstance(ty, (types.Omitted, types.Literal)):
         return
-    from . import _rules
-
     v, signed = wide_int(context, builder, val, ty)
     cmp = builder.icmp_signed if signed else builder.icmp_unsigned
     bad = builder.or_(cmp("<", v, ir.Constant(I64, lo)), cmp(">", v, ir.Constant(I64, hi)))

@@ -25,6 +25,9 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from . import _rules
+from ._version import __version__
+
 #: Environment variables this module reads (when first needed, not at import).
 CHECKED_ENV = "NUMBA_ASYNCCOPY_CHECKED"
 TIMEOUT_ENV = "NUMBA_ASYNCCOPY_WAIT_TIMEOUT_NS"
@@ -182,8 +185,6 @@ def _note_compiled() -> bool:
 
 def cache_key() -> tuple:
     """The part of the compile cache key that this package owns."""
-    from . import __version__
-
     return ("numba_asynccopy", __version__, _checked_now(), _timeout_now())
 
 
@@ -218,8 +219,6 @@ def declare(apis: str | tuple[str, ...], argument: str, rule: Any, **fields: Any
         declare("mbarrier_init", "count", _rules.outside_range,
                 name="count", value="…", lo=1, hi=_rules.MAX_COUNT)
     """
-    from . import _rules
-
     if isinstance(rule, _rules.Rule):
         name, text = rule.name, rule(**fields)
     else:
@@ -231,9 +230,9 @@ def declare(apis: str | tuple[str, ...], argument: str, rule: Any, **fields: Any
 
 
 def checks_table() -> str:
-    """The docs' checked-mode table: one row per function and argument."""
-    import numba_asynccopy  # noqa: F401  (every family declares its checks on import)
-
+    """The docs' checked-mode table: one row per function and argument
+    (every family has declared its checks: importing this module imports
+    the package, and with it every family)."""
     rows: dict[tuple[str, str], list[str]] = {}
     for c in CHECKS:
         rows.setdefault((c.api, c.argument), []).append(c.text.replace("|", "\\|"))
@@ -243,18 +242,3 @@ def checks_table() -> str:
         shown = f"`{arg}`" if arg.replace(", ", "").replace("_", "").isalnum() else arg
         lines.append(f"| `{api}` | {shown} | " + "<br>".join(texts) + " |")
     return "\n".join(lines)
-
-
-def write_readme_table(path: str) -> bool:
-    """Rewrite the checked-mode table between the markers of the page at
-    ``path`` (``docs/tutorial/checked-mode.md``); True if it changed."""
-    begin, end = "<!-- checked-table:begin -->\n", "\n<!-- checked-table:end -->"
-    with open(path) as f:
-        text = f.read()
-    head, rest = text.split(begin)
-    _, tail = rest.split(end)
-    new = head + begin + checks_table() + end + tail
-    if new != text:
-        with open(path, "w") as f:
-            f.write(new)
-    return new != text

@@ -82,6 +82,8 @@ Example (TMA, one producer thread, the rest of the block consumes)::
 from __future__ import annotations
 
 from collections import namedtuple
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 from llvmlite import ir
@@ -95,7 +97,7 @@ from ._lowering import I32, I64, as_i32, block_threads, shared_addr32, trap_if
 from ._regions import check_barrier, is_absent, literal_value
 from .bulk import cp_async_bulk_g2s, validate_bulk_g2s
 from .cp_async import commit_group, wait_all, wait_group
-from .cluster import cluster_sync
+from .cluster import cluster_sync, read_sreg
 from .fence import fence_mbarrier_init, fence_proxy_async
 from .mbarrier import (
     MAX_COUNT,
@@ -125,10 +127,74 @@ TmaPipeline = namedtuple("TmaPipeline", ["bars", "stages", "consumers", "copies"
 #: bulk/TMA multicast to the ``ctas`` CTAs of a cluster, same barrier layout in each CTA.
 ClusterTmaPipeline = namedtuple("ClusterTmaPipeline", ["bars", "stages", "consumers", "ctas", "copies"])
 
-KINDS = {GroupPipeline: "group", CpAsyncPipeline: "cp_async", TmaPipeline: "tma",
-         ClusterTmaPipeline: "cluster"}
-#: the kinds whose copies go through the pipeline (transaction barriers)
-TX_KINDS = ("tma", "cluster")
+
+
+def _copies(c: dict) -> str:
+    return f"{c['copies']} cop{'y' if c['copies'] == 1 else 'ies'}"
+
+
+@dataclass(frozen=True)
+class PipelineKind:
+    """One kind of pipeline and its protocol: which barriers it has, who
+    arrives on them, what a release does.  The device operations and their
+    simulator twins read these instead of switching on the kind's name, so a
+    new kind (a tensor-core consumer, say) is one definition here, and its
+    twin's bookkeeping in ``sim/pipeline.py``.
+
+    - ``barriers``: a full and an empty mbarrier per slot (else cp.async
+      commit/wait groups, no barriers);
+    - ``tx``: transaction barriers: copies go through the pipeline
+      (``copy_bulk``/``copy_tensor``), each arming the slot's full barrier
+      with its bytes;
+    - ``producers``: the constant counting the producing threads (they
+      arrive on a full barrier), or None: one thread, whose ``copies`` arrive;
+    - ``cluster``: the ring spans the CTAs of a cluster: copies multicast,
+      a release arrives on the slot's empty barrier in every CTA.
+    """
+
+    name: str
+    barriers: bool
+    tx: bool
+    producers: str | None
+    cluster: bool
+    describe_as: Callable[[dict], str]
+
+    def full_count(self, c: dict) -> int:
+        """Arrivals that fill a slot's full barrier."""
+        return c[self.producers] if self.producers else c["copies"]
+
+    def producer_threads(self, c: dict) -> int:
+        """Threads of the block that produce."""
+        return c[self.producers] if self.producers else 1
+
+    def describe(self, c: dict) -> str:
+        """The pipeline as messages name it."""
+        return self.describe_as(c)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+GROUP = PipelineKind(
+    "group", barriers=False, tx=False, producers=None, cluster=False,
+    describe_as=lambda c: f"group pipeline ({c['stages']} stages{', shared' if c['shared'] else ''})")
+CP_ASYNC = PipelineKind(
+    "cp_async", barriers=True, tx=False, producers="producers", cluster=False,
+    describe_as=lambda c: (f"cp_async pipeline ({c['stages']} stages, {c['producers']} producers, "
+                           f"{c['consumers']} consumers)"))
+TMA = PipelineKind(
+    "tma", barriers=True, tx=True, producers=None, cluster=False,
+    describe_as=lambda c: (f"tma pipeline ({c['stages']} stages, {_copies(c)} per stage, "
+                           + (f"{c['consumers']} consumers" if c["consumers"] else "run by one thread")
+                           + ")"))
+CLUSTER_TMA = PipelineKind(
+    "cluster", barriers=True, tx=True, producers=None, cluster=True,
+    describe_as=lambda c: (f"cluster tma pipeline ({c['stages']} stages, {c['ctas']} CTAs, "
+                           f"{_copies(c)} per stage and CTA, {c['consumers']} consumers per CTA)"))
+
+#: the kind of each pipeline value's class
+KINDS = {GroupPipeline: GROUP, CpAsyncPipeline: CP_ASYNC, TmaPipeline: TMA,
+         ClusterTmaPipeline: CLUSTER_TMA}
 
 __all__ = [
     "ClusterTmaPipeline",
@@ -183,7 +249,7 @@ def _count(api: str, name: str, ty, lo: int, hi: int) -> int:
     return v
 
 
-def _pipe_kind(api: str, pipe) -> str:
+def _pipe_kind(api: str, pipe) -> PipelineKind:
     cls = getattr(pipe, "instance_class", None)
     if isinstance(pipe, types.BaseNamedTuple) and cls in KINDS:
         return KINDS[cls]
@@ -208,22 +274,6 @@ def _check_state(api: str, state) -> None:
         raise TypingError(
             f"{api}: `state` must be a PipelineState from ac.pipeline.producer_start, "
             f"consumer_start or advance, got {state}")
-
-
-def _describe(kind: str, c: dict) -> str:
-    """The pipeline as messages name it."""
-    if kind == "group":
-        return f"group pipeline ({c['stages']} stages{', shared' if c['shared'] else ''})"
-    if kind == "cp_async":
-        return (f"cp_async pipeline ({c['stages']} stages, {c['producers']} producers, "
-                f"{c['consumers']} consumers)")
-    if kind == "cluster":
-        return (f"cluster tma pipeline ({c['stages']} stages, {c['ctas']} CTAs, {c['copies']} "
-                f"cop{'y' if c['copies'] == 1 else 'ies'} per stage and CTA, {c['consumers']} "
-                "consumers per CTA)")
-    who = f"{c['consumers']} consumers" if c["consumers"] else "run by one thread"
-    return (f"tma pipeline ({c['stages']} stages, {c['copies']} cop{'y' if c['copies'] == 1 else 'ies'} "
-            f"per stage, {who})")
 
 
 BARS = types.Array(types.uint64, 1, "C")
@@ -592,8 +642,6 @@ def _check_init(typingctx, bars, need, threads, what, ctas=0):
             if n_ctas:
                 # the copies multicast to ranks 0..ctas-1 and the releases arrive
                 # there: any other cluster size loses bytes or arrivals
-                from .cluster import read_sreg
-
                 nc = read_sreg(builder, "sreg.cluster_nctarank")
                 trap_if(context, builder, builder.icmp_unsigned("!=", nc, ir.Constant(I32, n_ctas)),
                         "pipeline init",
@@ -666,18 +714,18 @@ def init(typingctx, pipe):
     """
     kind = _pipe_kind("init", pipe)
     c = _consts(pipe)
-    if kind == "group":
+    if not kind.barriers:
         return types.void(pipe), _lower(_no_init)
-    desc = _describe(kind, c)
+    desc = kind.describe(c)
     stages = c["stages"]
-    full = c["producers"] if kind == "cp_async" else c["copies"]
+    full = kind.full_count(c)
     empty = c["consumers"] * c.get("ctas", 1)  # a cluster pipeline: every CTA's consumers
-    threads = c["consumers"] + (c["producers"] if kind == "cp_async" else 1)
+    threads = c["consumers"] + kind.producer_threads(c)
     solo = empty == 0  # a tma ring run by one thread: full barriers only
     need = stages if solo else 2 * stages
-    tx = kind in TX_KINDS
+    tx = kind.tx
 
-    if kind == "cluster":
+    if kind.cluster:
         ctas = c["ctas"]
 
         def cluster_impl(pipe):
@@ -774,10 +822,10 @@ def producer_acquire(typingctx, pipe, state):
     kind = _pipe_kind("producer_acquire", pipe)
     _check_state("producer_acquire", state)
     sig = types.void(pipe, state)
-    if kind == "group":
+    if not kind.barriers:
         return sig, _lower(_nothing)
     c = _consts(pipe)
-    stages, desc = c["stages"], _describe(kind, c)
+    stages, desc = c["stages"], kind.describe(c)
     if _solo(pipe):
         def solo_impl(pipe, state):
             # checked mode: the fill this acquire starts must not have landed already
@@ -807,8 +855,8 @@ def producer_try_acquire(typingctx, pipe, state):
     """
     kind = _pipe_kind("producer_try_acquire", pipe)
     _check_state("producer_try_acquire", state)
-    if kind == "group" or _solo(pipe):
-        what = "a group pipeline" if kind == "group" else "a tma pipeline run by one thread (consumers=0)"
+    if not kind.barriers or _solo(pipe):
+        what = "a group pipeline" if not kind.barriers else "a tma pipeline run by one thread (consumers=0)"
         raise TypingError(f"producer_try_acquire: {what} has nothing to test (its "
                           "producer_acquire never waits); use producer_acquire")
     stages = _consts(pipe)["stages"]
@@ -834,9 +882,9 @@ def producer_commit(typingctx, pipe, state):
     kind = _pipe_kind("producer_commit", pipe)
     _check_state("producer_commit", state)
     sig = types.void(pipe, state)
-    if kind == "group":
+    if not kind.barriers:
         return sig, _lower(_commit)
-    if kind in TX_KINDS:
+    if kind.tx:
         return sig, _lower(_nothing)
 
     def impl(pipe, state):
@@ -858,7 +906,7 @@ def consumer_wait(typingctx, pipe, state):
     _check_state("consumer_wait", state)
     sig = types.void(pipe, state)
     c = _consts(pipe)
-    if kind == "group":
+    if not kind.barriers:
         n = c["stages"] - (2 if c["shared"] else 1)
 
         def wait_shared(pipe, state):
@@ -869,7 +917,7 @@ def consumer_wait(typingctx, pipe, state):
             wait_group(n)
 
         return sig, _lower(wait_shared if c["shared"] else wait_own)
-    desc = _describe(kind, c)
+    desc = kind.describe(c)
 
     def impl(pipe, state):
         _wait(pipe.bars, state.slot, state.phase, state.slot, state.step, 1, desc)
@@ -890,7 +938,7 @@ def consumer_try_wait(typingctx, pipe, state):
     """
     kind = _pipe_kind("consumer_try_wait", pipe)
     _check_state("consumer_try_wait", state)
-    if kind == "group":
+    if not kind.barriers:
         raise TypingError("consumer_try_wait: a group pipeline cannot test its slots "
                           "(cp.async groups have no non-blocking test); use consumer_wait, "
                           "or a cp_async_pipeline")
@@ -913,16 +961,16 @@ def consumer_release(typingctx, pipe, state):
     kind = _pipe_kind("consumer_release", pipe)
     _check_state("consumer_release", state)
     sig = types.void(pipe, state)
-    if kind == "group":
+    if not kind.barriers:
         return sig, _lower(_nothing)
     c = _consts(pipe)
-    stages, desc = c["stages"], _describe(kind, c)
+    stages, desc = c["stages"], kind.describe(c)
     if _solo(pipe):
         def solo_impl(pipe, state):
             _check_fill(pipe.bars, state.slot, state.phase, state.step, state.phase, 1, desc)
 
         return sig, _lower(solo_impl)
-    if kind == "cluster":
+    if kind.cluster:
         ctas = c["ctas"]
 
         def cluster_impl(pipe, state):
@@ -954,12 +1002,12 @@ def producer_tail(typingctx, pipe, state):
     kind = _pipe_kind("producer_tail", pipe)
     _check_state("producer_tail", state)
     sig = types.void(pipe, state)
-    if kind == "group":
+    if not kind.barriers:
         return sig, _lower(_wait_all)
     if _solo(pipe):
         return sig, _lower(_nothing)
     c = _consts(pipe)
-    stages, desc = c["stages"], _describe(kind, c)
+    stages, desc = c["stages"], kind.describe(c)
     last = np.uint32(stages - 1)
 
     def impl(pipe, state):
@@ -976,7 +1024,7 @@ def producer_tail(typingctx, pipe, state):
 
 def _tma_only(api: str, pipe, state) -> None:
     kind = _pipe_kind(api, pipe)
-    if kind not in TX_KINDS:
+    if not kind.tx:
         raise TypingError(f"{api}: copies through the pipeline need a tma_pipeline "
                           f"(transaction barriers), got a {kind} pipeline; issue cp_async "
                           "yourself between producer_acquire and producer_commit")
@@ -988,7 +1036,7 @@ def _copy_plan(api: str, pipe) -> tuple[int, int]:
     pipeline multicasts to all its CTAs, so the producer's own barrier
     receives every CTA's copy of the same size."""
     c = _consts(pipe)
-    if _pipe_kind(api, pipe) == "cluster":
+    if _pipe_kind(api, pipe).cluster:
         return c["ctas"], (1 << c["ctas"]) - 1
     return 1, 0
 
@@ -1143,11 +1191,3 @@ def copy_tensor_im2col(typingctx, pipe, state, dst, tensor_map, coords, offsets,
     return (types.void(pipe, state, dst, tensor_map, coords, offsets, fence, cache_policy),
             _lower(impl))
 
-
-from . import sim as _sim  # noqa: E402
-
-if _sim.ENABLED:
-    # NUMBA_ENABLE_CUDASIM=1: the same names run in Python, with the protocol checked
-    from .sim import pipeline as _sim_pipeline
-
-    globals().update({n: getattr(_sim_pipeline, n) for n in __all__ if hasattr(_sim_pipeline, n)})

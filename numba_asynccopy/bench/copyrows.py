@@ -7,16 +7,26 @@ and its CUDA C++ twin.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import numpy as np
 
-if TYPE_CHECKING:  # suites imports this module: no import of it at run time
-    from .suites import Recorder
+# "Recorder" in the annotations is bench/suites.py's, which stands above this
+# module (it runs the suites that share these rows)
 
 #: a sweep entry: key, label, config, and a factory that compiles the kernel
 #: and returns its launch
 Entry = tuple[str, str, dict, Callable[[], Callable[[], None]]]
+
+
+def _torch():
+    """torch with TF32 off, or raise."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    return torch
 
 
 def copy_check(src, dst) -> Callable[[Callable[[], None]], Callable[[], str]]:
@@ -34,8 +44,6 @@ def copy_check(src, dst) -> Callable[[Callable[[], None]], Callable[[], str]]:
 def torch_row(r: "Recorder", key: str, label: str, src, dst, nbytes: float, check) -> None:
     """torch's device-to-device copy of ``src`` into ``dst``."""
     try:
-        from .suites import _torch
-
         torch = _torch()
         # int32 views: torch has only partial support for uint32 tensors
         tsrc = torch.as_tensor(src.view(np.int32), device="cuda")

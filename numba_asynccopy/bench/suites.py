@@ -26,6 +26,7 @@ import numpy as np
 from . import suites_async as _async
 from . import suites_mma as _mma
 from . import suites_tc as _tc
+from .copyrows import _torch
 
 SIZES = {
     "full": {"copy_words": 1 << 28, "sgemm": (4096, 8192), "stencil": (16384, 16384)},
@@ -187,16 +188,6 @@ def _bench(run, *, reps, warmup):
     from .devutil import bench
 
     return bench(run, reps=reps, warmup=warmup)
-
-
-def _torch():
-    """torch with TF32 off, or raise."""
-    import torch
-
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
-    return torch
 
 
 # --- copy ---------------------------------------------------------------------

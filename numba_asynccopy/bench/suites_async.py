@@ -22,12 +22,10 @@ with ``--only bulk,tma`` still shows the ceiling beside the rows).
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-if TYPE_CHECKING:  # suites imports this module: no import of it at run time
-    from .suites import Recorder
+# "Recorder" in the annotations is bench/suites.py's, which stands above this
+# module (it registers these suites)
 
 SIZES = {
     # the same bytes as the copy suite's 1 GiB torch copy

@@ -6,7 +6,7 @@ lowered into a kernel or a device function.  The functions below reach into
 its private API for exactly those things; the names they reach are listed
 in :data:`NAMES` and :data:`CODE_NAMES`, which a CPU test checks, so a
 numba-cuda upgrade that moves one fails loudly in CI.  (The simulator's
-internals are in ``_numba_sim_internals``.)
+internals are in ``sim/_numba_sim_internals.py``.)
 """
 
 from __future__ import annotations

@@ -562,25 +562,26 @@ def _launch_through_numba(kernel: Any, claim: _Claim, args: tuple, stream: Any) 
                            run_time_cluster, args, callbacks, configs)
 
 
+#: the simulator's launch (``sim/engine.py``), set when the simulator is
+#: installed: ``ac.launch`` under NUMBA_ENABLE_CUDASIM=1 hands the kernel on
+_simulated: list = []
+
+
+def use_simulated_launch(run: Any) -> None:
+    """Hand launches to ``run(kernel, claim, args, stream)`` (the simulator's,
+    which runs a cluster's blocks together) once their arguments are checked
+    as for the GPU."""
+    _simulated[:] = [run]
+
+
 def _simulator_launch(kernel: Any, claim: _Claim, args: tuple, stream: Any) -> None:
     """Under NUMBA_ENABLE_CUDASIM=1: an ordinary simulated launch with that
-    much dynamic shared memory; with a cluster shape, the package's launch
-    loop (``sim/engine.py``) runs the blocks of each cluster together."""
-    from numba.cuda.simulator.kernel import FakeCUDAKernel
-
-    if not isinstance(kernel, FakeCUDAKernel):
-        raise TypeError(f"expected a @cuda.jit kernel, got {type(kernel).__name__}")
-    if kernel._device:
-        raise TypeError(f"{kernel.fn.__name__} is a device function, not a kernel")
-    from ..sim import engine
-
-    if claim.cluster is not None:
-        check_grid(claim.grid, claim.cluster, _WHAT)
-    engine.set_next_launch_cluster(claim.cluster)
-    try:
-        kernel[claim.grid, claim.block, stream, claim.shared_mem](*args)
-    finally:
-        engine.set_next_launch_cluster(None)
+    much dynamic shared memory; with a cluster shape, the simulator's launch
+    loop runs the blocks of each cluster together."""
+    if not _simulated:
+        raise ClusterLaunchError(f"{_WHAT}: the CUDA simulator is on, but numba_asynccopy.sim "
+                                 "is not installed (import numba_asynccopy first)")
+    _simulated[0](kernel, claim, args, stream)
 
 
 def max_active_clusters(kernel: Any, block: Dim, cluster: Dim | None = None, *,

@@ -26,6 +26,8 @@ from typing import Any, NoReturn, Sequence
 
 import numpy as np
 
+from .. import _layout
+
 MAP_WORDS = 16  # the 128-byte CUtensorMap
 BUFFER_WORDS = 32
 MAGIC = 0x414D54434E594341  # "ACYNCTMA" little-endian: marks a TensorMap buffer
@@ -274,15 +276,14 @@ def describe(interface: dict, box: Sequence[int], *, swizzle: int | None = None,
         _fail("element_strides", f"[-1]={es[-1]}: TMA ignores the innermost element stride "
               "without interleave, so it must be 1")
 
-    counts = [math.ceil(b / e) for b, e in zip(box_t, es)]
-    box_bytes = math.prod(counts) * isz
+    box_bytes = _layout.box_bytes(box_t, es, isz)
     span = math.prod(box_t) * isz
     if span > max_box_bytes:
         # the whole box, element strides or not (as NVIDIA's own host-side TMA
         # helper checks it), must fit in one block's shared memory
         _fail("box", f"={box_t} spans {span} bytes, more than the {max_box_bytes} bytes of "
               "shared memory a block can have")
-    smem_alignment = 128 if swizzle is None else 8 * swizzle  # the swizzle pattern's repeat
+    smem_alignment = _layout.swizzle(swizzle).base_alignment  # the swizzle pattern's repeat
 
     return TensorMapSpec(
         dtype=name, dtype_code=DTYPE_CODES[name], itemsize=isz, rank=rank, address=address,

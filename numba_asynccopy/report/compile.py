@@ -16,6 +16,7 @@ import textwrap
 import types as _pytypes
 from typing import Any
 
+from .. import checked, toolchain
 from .parse import Resources, parse_ptxas
 
 
@@ -107,8 +108,6 @@ def compile_kernel_ptx(pyfunc, argtypes: tuple, cc: tuple[int, int], fastmath: b
 def run_ptxas(ptx: str) -> tuple[Resources | None, str | None, str | None]:
     """(resources, ptxas log, why there are no resources) of ``ptx``; a
     missing or failing ptxas is reported, not raised."""
-    from .. import toolchain
-
     resources = log = err = None
     try:
         _, log = toolchain.assemble(ptx, verbose=True)
@@ -211,10 +210,9 @@ def _rebuild(p: dict):
 
 
 def _child_compile(payload: dict) -> str:
-    import numba_asynccopy as ac
-
+    # the child imported this module, so the package (every intrinsic) is loaded
     if payload.get("checked") is not None:
-        ac.set_checked(payload["checked"])
+        checked.set_checked(payload["checked"])
     fn = _rebuild(payload["fn"])
     try:
         return compile_kernel_ptx(fn, payload["argtypes"], payload["cc"], payload["fastmath"])
@@ -224,8 +222,6 @@ def _child_compile(payload: dict) -> str:
 
 
 def _compile_elsewhere(pyfunc, argtypes: tuple, cc: tuple[int, int], fastmath: bool) -> str:
-    from .. import checked
-
     payload = {"fn": _portable(pyfunc), "argtypes": argtypes, "cc": cc, "fastmath": fastmath,
                "checked": checked.is_checked()}
     env = dict(os.environ)

@@ -73,8 +73,16 @@ Example::
 
 from __future__ import annotations
 
-from numba.cuda.core import config as _config
+import importlib
 
+from numba.cuda.core import config as _config
+from numba.cuda.extending import _Intrinsic
+
+from .. import _forms
+from ..host import launch as _host_launch
+from . import _numba_sim_internals as _nbsim
+from . import engine as _engine
+from . import fence as _fence_twins
 from ._runtime import (
     POISON_BYTE,
     SCHEDULES,
@@ -99,43 +107,46 @@ UNSUPPORTED_FAMILIES: dict[str, str] = {}
 _UNSUPPORTED_NAMES: dict[str, str] = {}
 
 
-def _family_modules():
-    from . import bulk, cluster, cp_async, fence, mbarrier, mma, pragma, tensor, vector, wgmma
+def twin_modules() -> tuple:
+    """``sim.<family>`` for every family of the registry (``_forms.families``)
+    that has one: the simulator's mirror of each device module."""
+    out = []
+    for family in _forms.families():
+        try:
+            out.append(importlib.import_module(f"{__name__}.{family}"))
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{family}":
+                raise  # a twin module that fails to import is an error, not a gap
+    return tuple(out)
 
-    return (cp_async, fence, mbarrier, bulk, tensor, vector, cluster, pragma, mma, wgmma)
+
+def twins() -> dict:
+    """``{id(device object): twin}`` of every twin the twin modules declare
+    (``@mirrors(device)`` on a function, ``__mirrors__`` on a class)."""
+    out = {}
+    for m in twin_modules():
+        for v in vars(m).values():
+            dev = getattr(v, "__mirrors__", None) if getattr(v, "__module__", None) == m.__name__ else None
+            if dev is not None:
+                out[id(dev)] = v
+    return out
 
 
 def _family(name: str, dev) -> str:
     """The family of public intrinsic ``name``: its registry row's, else the
     device module it is defined in (intrinsics that emit no PTX form)."""
-    from .._forms import family_of
-
-    return family_of(name) or dev.__module__.rsplit(".", 1)[-1]
-
-
-def _twin_module(family: str):
-    """``sim.<family>``: the simulator module mirroring a device family, or None."""
-    import importlib
-
-    try:
-        return importlib.import_module(f"{__name__}.{family}")
-    except ModuleNotFoundError:
-        return None
-
-
-def _host_classes() -> dict:
-    """Host-side classes replaced in the simulator (no CUDA driver there)."""
-    from .tensor import TensorMap
-
-    return {"TensorMap": TensorMap}
+    return _forms.family_of(name) or dev.__module__.rsplit(".", 1)[-1]
 
 
 def supported() -> list[str]:
-    """Names of the public intrinsics that run in the simulator."""
-    return sorted(n for m in _family_modules() for n in vars(m)
-                  if not n.startswith("_") and callable(vars(m)[n])
-                  and not isinstance(vars(m)[n], type)
-                  and getattr(vars(m)[n], "__module__", None) == m.__name__)
+    """Names of the public intrinsics of the package (``ac.<name>``) that run
+    in the simulator: the functions the twin modules declare, but those of
+    the families reached as a namespace (``ac.pipeline``)."""
+    skip = {f"{__name__}.{f}" for f in _forms.NAMESPACE_FAMILIES}
+    return sorted(name for m in twin_modules() if m.__name__ not in skip
+                  for name, v in vars(m).items()
+                  if not isinstance(v, type) and getattr(v, "__mirrors__", None) is not None
+                  and v.__module__ == m.__name__)
 
 
 def unsupported_error(what: str, family: str | None) -> SimulatorError:
@@ -165,25 +176,42 @@ def implementations(namespace: dict) -> dict:
     (the package's globals): a Python version where one exists, otherwise a
     function that raises :class:`SimulatorError` saying why; and the
     driver-free :class:`~numba_asynccopy.sim.tensor.TensorMap`."""
-    from numba.cuda.extending import _Intrinsic
-
-    from ._runtime import install
-
-    install()
+    found = twins()
     out = {}
     for name in namespace.get("__all__", ()):
         dev = namespace.get(name)
-        if not isinstance(dev, _Intrinsic):
-            continue
-        family = _family(name, dev)
-        impl = getattr(_twin_module(family), name, None)
-        if impl is None:
-            impl = _unsupported(name, family)
-        out[name] = impl
-    for name, cls in _host_classes().items():
-        if name in namespace.get("__all__", ()):
-            out[name] = cls
+        twin = found.get(id(dev))
+        if twin is not None:
+            out[name] = twin
+        elif isinstance(dev, _Intrinsic):
+            out[name] = _unsupported(name, _family(name, dev))
     return out
+
+
+def install() -> None:
+    """Patch numba-cuda's simulator for the kernels (``alignment=``, address
+    ranges, each block's threads, the cluster launch loop, ``cuda.syncwarp``)
+    and hand ``ac.launch`` to the simulator's launch; uninitialised shared
+    memory holds :data:`POISON_BYTE`.  Idempotent."""
+    from numba.cuda.simulator import kernelapi
+
+    _nbsim.install(POISON_BYTE, _engine.block_run)
+    _host_launch.use_simulated_launch(_engine.launch)
+    if not hasattr(kernelapi.FakeCUDAModule, "syncwarp"):  # numba-cuda's simulator lacks it
+        kernelapi.FakeCUDAModule.syncwarp = staticmethod(_fence_twins._syncwarp)
+
+
+def bind(namespace: dict) -> None:
+    """The one place twins are bound (``NUMBA_ENABLE_CUDASIM=1``): installs
+    the simulator, then every public name of ``namespace`` (the package's
+    globals) and of each namespace family's module (``ac.pipeline``) whose
+    device object has a twin becomes the twin; an intrinsic without one
+    becomes a function raising :class:`SimulatorError` saying why."""
+    install()
+    namespace.update(implementations(namespace))
+    for family in _forms.NAMESPACE_FAMILIES:
+        module = importlib.import_module(f"{__package__.rpartition('.')[0]}.{family}")
+        vars(module).update(implementations(vars(module)))
 
 
 __all__ = [
@@ -195,10 +223,14 @@ __all__ = [
     "UNSUPPORTED_FAMILIES",
     "get_schedule",
     "get_seed",
+    "bind",
     "implementations",
+    "install",
     "schedule",
     "seed",
     "set_schedule",
     "set_seed",
     "supported",
+    "twin_modules",
+    "twins",
 ]

@@ -29,20 +29,19 @@ completes the same bytes on the same barrier in every CTA of the mask.
 
 from __future__ import annotations
 
-import sys
 from typing import Callable
 
 import numpy as np
 
 from .. import _rules
+from .. import bulk as _dev
 from . import _runtime as rt
-from . import mbarrier as _mb
 from ._mirror import mirrors
+from .cluster import _check_chunks, _ctx, _local, _mapped, _multicast, _rank, _remote_barrier
 from . import cp_async as _cp
 from .cp_async import _bytes
 from .cp_async import _check_views as _check_chunk_views
 
-_dev = sys.modules["numba_asynccopy.bulk"]
 ALIGN = _dev.BULK_ALIGN
 
 
@@ -148,6 +147,28 @@ class BulkOp(rt.AsyncOp):
         self.write(self.payloads)
 
 
+class BulkGroups:
+    """The bulk family's slot of a thread's state: stores and reductions not
+    yet committed, and the committed bulk groups, oldest first."""
+
+    def __init__(self, th):
+        self.uncommitted: list = []
+        self.committed: list[list] = []
+
+
+@rt.EVENTS.on("block_exit")
+def _complete_at_exit(blk: rt.BlockState) -> None:
+    """The end of the kernel completes the block's bulk stores (on the GPU too)."""
+    for th in rt.threads_of(blk):
+        g = th.slot_if_any(BulkGroups)
+        if g is None:
+            continue
+        ops = [op for grp in g.committed for op in grp] + g.uncommitted
+        g.committed, g.uncommitted = [], []
+        for op in ops:
+            op.land()
+
+
 def _issue(th: rt.ThreadState, blk: rt.BlockState, op: BulkOp) -> None:
     """Record ``op`` in the thread's uncommitted bulk group."""
     with blk.cond:
@@ -156,7 +177,7 @@ def _issue(th: rt.ThreadState, blk: rt.BlockState, op: BulkOp) -> None:
         else:
             op.poison()
             _cp._track(blk, op, op.sources, f"{op.api} issued at {op.issued_at}", reads=True)
-        th.bulk_uncommitted.append(op)
+        th.slot(BulkGroups).uncommitted.append(op)
         blk.changed()
 
 
@@ -224,18 +245,16 @@ def cp_async_bulk_g2s(dst, src, mbar, *, multicast_mask=None, cache_policy=None)
         _check_views(api, ("dst", d, td), ("src", s, ts), o.whole)
         payload = _flat_bytes(s, o.whole).copy()  # the copy engine reads the source now
         if o.multicast:
-            from .cluster import _multicast
-
             _multicast(api, kw["multicast_mask"], d, b, payload, int(d.nbytes),
                       lambda v: _flat_bytes(v, o.whole))
             return
         db = _flat_bytes(d, o.whole)
-        _mb._check_init_fenced(api, bar)
+        rt.check_init_fenced(api, bar)
         _cp._check_reuse(api, "dst", blk, [db])
-        op = _mb._issued(rt.AsyncOp([(db, payload)], tx_bytes=int(d.nbytes)), api)
+        op = rt.issued(rt.AsyncOp([(db, payload)], tx_bytes=int(d.nbytes)), api)
         bar.attach(blk, op)
         _cp._track(blk, op, [db], op.issued_at)
-        _mb._check_tx_overflow(api, bar)
+        rt.check_tx_overflow(api, bar)
 
 
 def _s2g(api: str, d, s, o, op: str | None, ptx_type: str | None) -> None:
@@ -297,9 +316,10 @@ def cp_async_bulk_prefetch_l2(src, *, cache_policy=None):
 def bulk_commit_group():
     rt.validate(_dev.bulk_commit_group)
     th, blk = rt.current("bulk_commit_group")
+    g = th.slot(BulkGroups)
     with blk.cond:
-        th.bulk_groups.append(th.bulk_uncommitted)
-        th.bulk_uncommitted = []
+        g.committed.append(g.uncommitted)
+        g.uncommitted = []
 
 
 @mirrors(
@@ -310,14 +330,15 @@ def bulk_wait_group(n, read=False):
     rt.validate(_dev.bulk_wait_group, n, read)
     th, blk = rt.current("bulk_wait_group")
     keep = int(n)
+    groups = th.slot(BulkGroups).committed
     with blk.cond:
-        older = th.bulk_groups[:max(len(th.bulk_groups) - keep, 0)]
+        older = groups[:max(len(groups) - keep, 0)]
         if read:
             for g in older:
                 for op in g:
                     op.read()
         else:
-            del th.bulk_groups[:len(older)]
+            del groups[:len(older)]
             for g in older:
                 for op in g:
                     op.land()
@@ -336,7 +357,6 @@ def cp_async_bulk_cluster(dst, src, chunk_bytes, mbar, remote_cta_id, pred=True)
                                         remote_cta_id, pred)
     if not p:
         return
-    from .cluster import _check_chunks, _ctx, _local, _mapped, _rank, _remote_barrier
 
     th, blk, cl, me = _ctx(api)
     with cl.lock:

@@ -37,12 +37,13 @@ import threading
 import numpy as np
 
 from .. import _rules
-from ..host import _numba_sim_internals as _nbsim
+from .. import cluster as _dev
+from . import _numba_sim_internals as _nbsim
 from . import _runtime as rt
+from . import cp_async as _cp
 from ._mirror import mirrors
-from .cp_async import _bytes
-
-_dev = sys.modules["numba_asynccopy.cluster"]
+from .engine import current_cluster
+from .fence import _converge
 
 
 # --- per-cluster state ---------------------------------------------------------------
@@ -64,8 +65,10 @@ class _ClusterState:
         # DSMEM reads not yet followed by a release of the owner:
         # (reader, owner, key, byte offset, bytes read, message head)
         self.reads: list = []
-        cl.cluster_state["on_thread_exit"] = self.thread_exit
-        cl.cluster_state["on_block_exit"] = self.block_exit
+        # CTAs that arrived remotely on a barrier in its current phase (a release)
+        self.releasers: dict = {}  # Barrier -> {point}
+        cl.events.on("thread_exit", self.thread_exit)
+        cl.events.on("block_exit", self.block_exit)
 
     # the cluster barrier --------------------------------------------------------------
 
@@ -179,10 +182,8 @@ def _snapshot(p: tuple) -> dict:
 
 
 def _cs(cl) -> _ClusterState:
-    st = cl.cluster_state.get("cs")
-    if st is None:
-        st = cl.cluster_state["cs"] = _ClusterState(cl)
-    return st
+    """The cluster family's slot of a cluster run."""
+    return cl.slot(_ClusterState)
 
 
 def _ctx(api: str):
@@ -232,8 +233,6 @@ def _block_state(cl, owner: tuple) -> rt.BlockState:
 
 
 def _launch():
-    from .engine import current_cluster
-
     return current_cluster("cluster special register")
 
 
@@ -361,8 +360,6 @@ def _aligned(api: str, aligned, instr: str) -> None:
     (the warp meets here; a lane elsewhere is an error, a lane that never
     comes a DeadlockError naming it)."""
     if aligned:
-        from .fence import _converge  # it imports this module
-
         _converge(api, instr, 0xFFFFFFFF, same_site=True)
 
 
@@ -585,15 +582,13 @@ def _remote_barrier(api: str, bar: np.ndarray, rank, name: str = "cta_rank"):
     st.record(api, me, th, owner)
     oblk = _block_state(cl, owner)
     ob = rt.barrier_of(api, oblk, _mapped(bar, key, off, owner))
-    from . import mbarrier as _mb  # it imports this module
-
-    _mb._check_cluster_fenced(api, ob, cl, owner, me, st.waited.get(me, 0))
+    rt.check_cluster_fenced(api, ob, cl, owner, me, st.waited.get(me, 0))
     return th, oblk, ob, owner, me
 
 
 def _release(ob: rt.Barrier, owner: tuple, me: tuple) -> None:
     if owner != me:
-        ob.releasers.add(me)
+        _cs(ob.cluster).releasers.setdefault(ob, set()).add(me)
 
 
 def _arrive_remote(api: str, bar, rank, count: int, expect: int | None = None) -> None:
@@ -631,16 +626,14 @@ def mbarrier_arrive_expect_tx_remote(bar, cta_rank, nbytes):
     _arrive_remote("mbarrier_arrive_expect_tx_remote", b, r, 1, expect=n)
 
 
+@rt.EVENTS.on("phase_complete")
 def _on_phase_complete(b: rt.Barrier) -> None:
     """A phase of ``b`` completed: remote arrivers' releases are acquired by its owner."""
-    owner = getattr(b, "owner", None)
-    cl = getattr(b, "cluster", None)
-    if owner is None or cl is None or not b.releasers:
+    st = b.cluster.slot_if_any(_ClusterState) if b.cluster is not None else None
+    if b.owner is None or st is None:
         return
-    st = _cs(cl)
-    for p in b.releasers:
-        st.publish_to(owner, p)
-    b.releasers = set()
+    for p in st.releasers.pop(b, ()):
+        st.publish_to(b.owner, p)
 
 
 # --- the cluster bulk copy and multicast ------------------------------------------------------
@@ -675,8 +668,6 @@ def _multicast(api: str, mask, d: np.ndarray, b: np.ndarray, payload: np.ndarray
               tx_bytes: int, dst_bytes) -> None:
     """Deliver ``payload`` to the same ``d`` and barrier ``b`` in every CTA of
     ``mask`` (caller holds the lock)."""
-    from . import cp_async as _cp, mbarrier as _mb  # they import this module
-
     th, blk, cl, me = _ctx(api)
     m = int(mask) & 0xFFFF
     n = cl.size
@@ -689,10 +680,10 @@ def _multicast(api: str, mask, d: np.ndarray, b: np.ndarray, payload: np.ndarray
             continue
         th, oblk, ob, owner, me = _remote_barrier(api, b, rank, "multicast_mask")
         target = _mapped(d, dkey, doff, owner)
-        _mb._check_init_fenced(api, ob)
+        rt.check_init_fenced(api, ob)
         tile = dst_bytes(target)
         _cp._check_reuse(api, "dst", oblk, [tile])
-        op = _mb._issued(rt.AsyncOp([(tile, payload)], tx_bytes=tx_bytes), api)
+        op = rt.issued(rt.AsyncOp([(tile, payload)], tx_bytes=tx_bytes), api)
         ob.attach(oblk, op)
         _cp._track(oblk, op, [tile], op.issued_at)
-        _mb._check_tx_overflow(api, ob)
+        rt.check_tx_overflow(api, ob)

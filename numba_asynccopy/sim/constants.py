@@ -35,7 +35,10 @@ from typing import Any
 import numpy as np
 from numba.core import types
 
+from .. import _compat
 from .._rules import compile_time_constant
+from ._mirror import device_function, user_signature
+from .errors import violation
 
 _SIM_DIR = os.path.dirname(os.path.abspath(__file__))
 # the words every "needs a constant" error of the device typing shares
@@ -167,8 +170,6 @@ _signatures: dict = {}  # intrinsic id -> its parameters' names, in order
 def _params(intrinsic: Any) -> list[str]:
     names = _signatures.get(id(intrinsic))
     if names is None:
-        from ._mirror import user_signature
-
         names = _signatures[id(intrinsic)] = list(user_signature(intrinsic).parameters)
     return names
 
@@ -184,8 +185,6 @@ def _runtime_params(intrinsic: Any, f) -> tuple[str, ...]:
     names = ()
     fn = _function(f.f_code)
     if fn is not None:
-        from ._mirror import device_function
-
         tree, offset, runtime = fn
         call = _call_at(tree, f.f_lineno - offset, device_function(intrinsic).__name__)
         if call is not None and not any(isinstance(a, ast.Starred) for a in call.args) \
@@ -203,8 +202,6 @@ def _type_at_run_time(intrinsic: Any, targs: list, tkw: dict) -> None:
     remembers a failed literal typing so that numba's non-literal retry of
     the same call re-raises it (a rejected constant never passes as a
     run-time value); this is another call, so that memory is cleared first."""
-    from .. import _compat
-
     _compat._literal_failures.pop(id(intrinsic._defn), None)
     intrinsic._defn(None, *targs, **tkw)
 
@@ -248,9 +245,6 @@ def runtime_value_violation(intrinsic: Any, targs: tuple, tkw: dict, args: tuple
         _type_at_run_time(intrinsic, new_args, new_kw)
     except Exception:
         return None  # refused with run-time types too: a compile-time error on the GPU
-    from ._mirror import device_function
-    from .errors import violation
-
     if changed_names and all(n in _RANK_NAMES for n in changed_names):
         # a run-time rank: the twin checks it against *this* cluster, in
         # checked mode's words (the constant rule, 0..15, is the compiler's)

@@ -10,15 +10,19 @@ retires its group (or a barrier tracking it completes its phase).
 
 from __future__ import annotations
 
-import sys
 
 import numpy as np
 
 from .. import _rules
+# by name: the package's ``cp_async`` is the intrinsic, which hides the module
+from ..cp_async import POLICY_PRIMARY, POLICY_SECONDARY, validate_cp_async
+from ..cp_async import commit_group as _dev_commit_group
+from ..cp_async import cp_async as _dev_cp_async
+from ..cp_async import createpolicy_fractional as _dev_createpolicy_fractional
+from ..cp_async import wait_all as _dev_wait_all
+from ..cp_async import wait_group as _dev_wait_group
 from . import _runtime as rt
 from ._mirror import mirrors
-
-_dev = sys.modules["numba_asynccopy.cp_async"]
 
 
 def _check_views(api: str, views, chunk: int) -> None:
@@ -84,8 +88,34 @@ def _first_overlap(a: np.ndarray, b: np.ndarray) -> int | None:
     return int(both[0]) if both.size else None
 
 
+class Groups:
+    """cp.async's slot of a thread's state: its copies not yet committed and
+    its committed groups, oldest first."""
+
+    def __init__(self, th):
+        self.uncommitted: list = []
+        self.committed: list[list] = []
+
+    def commit(self) -> None:
+        self.committed.append(self.uncommitted)
+        self.uncommitted = []
+
+    def pending(self) -> list:
+        """This thread's copies that have not landed, oldest first."""
+        out = [op for g in self.committed for op in g if not op.landed]
+        return out + [op for op in self.uncommitted if not op.landed]
+
+
+class InFlight:
+    """A block's slot: the shared-memory writes (and bulk reads) of copies
+    not landed yet, (op, views, site, reads)."""
+
+    def __init__(self, blk):
+        self.ops: list = []
+
+
 def _in_flight(blk) -> list:
-    return blk.__dict__.setdefault("_ac_in_flight", [])
+    return blk.slot(InFlight).ops
 
 
 def _track(blk, op, views: list, site: str, reads: bool = False) -> None:
@@ -117,18 +147,18 @@ def _bytes(v: np.ndarray) -> np.ndarray:
     return v.view(np.uint8)
 
 
-@mirrors(_dev.cp_async)
+@mirrors(_dev_cp_async)
 def cp_async(dst, src, chunk_bytes, *, cache=None, prefetch=None, src_size=None,
              ignore_src=False, pred=True, cache_policy=None, scope="thread"):
     api = "cp_async"
     (d, s, chunk), kw = rt.validate(
-        _dev.cp_async, dst, src, chunk_bytes, cache=cache, prefetch=prefetch,
+        _dev_cp_async, dst, src, chunk_bytes, cache=cache, prefetch=prefetch,
         src_size=src_size, ignore_src=ignore_src, pred=pred, cache_policy=cache_policy,
         scope=scope)
     tys = [rt.numba_type(x) for x in (d, s, chunk)] + [
         rt.numba_type(kw[k]) for k in ("cache", "prefetch", "src_size", "ignore_src", "pred",
                                        "cache_policy", "scope")]
-    o = _dev.validate_cp_async(*tys)
+    o = validate_cp_async(*tys)
     if o.pred == "never":
         return
     th, blk = rt.current(api)
@@ -179,41 +209,41 @@ def cp_async(dst, src, chunk_bytes, *, cache=None, prefetch=None, src_size=None,
         else:
             op.poison()
             _track(blk, op, views, f"{api} issued at {rt.caller_line()} {rt.where()}")
-        th.uncommitted.append(op)
+        th.slot(Groups).uncommitted.append(op)
         blk.changed()
 
 
-@mirrors(_dev.commit_group)
+@mirrors(_dev_commit_group)
 def commit_group():
-    rt.validate(_dev.commit_group)
+    rt.validate(_dev_commit_group)
     th, blk = rt.current("commit_group")
     with blk.cond:
         _commit(th)
 
 
 def _commit(th) -> None:
-    th.groups.append(th.uncommitted)
-    th.uncommitted = []
+    th.slot(Groups).commit()
 
 
 def _retire(th, blk, keep: int) -> None:
+    groups = th.slot(Groups).committed
     with blk.cond:
-        while len(th.groups) > keep:
-            for op in th.groups.pop(0):
+        while len(groups) > keep:
+            for op in groups.pop(0):
                 op.land()
         blk.changed()
 
 
-@mirrors(_dev.wait_group, "lands every committed group but the newest ``n``.")
+@mirrors(_dev_wait_group, "lands every committed group but the newest ``n``.")
 def wait_group(n):
-    rt.validate(_dev.wait_group, n)
+    rt.validate(_dev_wait_group, n)
     th, blk = rt.current("wait_group")
     _retire(th, blk, int(n))
 
 
-@mirrors(_dev.wait_all)
+@mirrors(_dev_wait_all)
 def wait_all():
-    rt.validate(_dev.wait_all)
+    rt.validate(_dev_wait_all)
     th, blk = rt.current("wait_all")
     with blk.cond:
         _commit(th)
@@ -221,14 +251,14 @@ def wait_all():
 
 
 @mirrors(
-    _dev.createpolicy_fractional,
+    _dev_createpolicy_fractional,
     "the policy is an opaque uint64 (a hint: copies are unaffected).")
 def createpolicy_fractional(primary="evict_last", secondary=None, fraction=1.0):
     api = "createpolicy_fractional"
-    rt.validate(_dev.createpolicy_fractional, primary, secondary, fraction)
+    rt.validate(_dev_createpolicy_fractional, primary, secondary, fraction)
     frac = float(np.float32(fraction))
     if not 0.0 < frac <= 1.0:
         raise rt.violation(api, _rules.fraction_range(fraction=f"{frac:f}"))
-    prim = _dev.POLICY_PRIMARY.index(primary)
-    sec = 0 if secondary is None else 1 + _dev.POLICY_SECONDARY.index(secondary)
+    prim = POLICY_PRIMARY.index(primary)
+    sec = 0 if secondary is None else 1 + POLICY_SECONDARY.index(secondary)
     return np.uint64((prim << 40) | (sec << 36) | int(frac * 0xFFFF))

@@ -21,13 +21,20 @@ run together, so a CTA can wait on another CTA's barrier.
 
 from __future__ import annotations
 
+import ast
+import inspect
+import os
+import sys
+import textwrap
 import threading
 from typing import Any, Callable
 
 import numpy as np
 
-from ..host import _numba_sim_internals as _nbsim
-from .errors import SIM_PREFIX, DeadlockError, SimulatorError
+from ..host.launch import _WHAT, ClusterLaunchError, check_cluster_shape, check_grid
+from . import _numba_sim_internals as _nbsim
+from .errors import SIM_PREFIX, DeadlockError, SimulatorError, acting_as, acting_thread, where
+from .events import Events, Slots
 
 
 class _Waiter:
@@ -71,7 +78,7 @@ class LaunchInfo:
         return pts
 
 
-class ClusterRun:
+class ClusterRun(Slots):
     """The CTAs of one cluster running together, and the engine they share.
 
     ``lock`` guards every piece of simulator state of the cluster (barrier
@@ -110,7 +117,9 @@ class ClusterRun:
         self.cbar_count = 0
         self.cbar_release = {p: True for p in points}  # every arrive of a CTA this gen was .release
         self.cbar_cta_count = {p: 0 for p in points}
-        self.cluster_state: dict = {}  # sim/cluster.py keeps its per-cluster state here
+        # this run's events: "thread_exit" (a thread), "block_exit" (a CTA's point);
+        # a family keeps its per-cluster state in a slot (sim/cluster.py)
+        self.events = Events()
 
     # --- identity --------------------------------------------------------------------
 
@@ -223,7 +232,7 @@ class ClusterRun:
         soft, msgs = [], []
         for w in list(self.waiters.values()):
             try:
-                with _acting_as(w.thread):
+                with acting_as(w.thread):
                     w.on_deadlock()
                 soft.append(w)
             except DeadlockError as e:
@@ -240,8 +249,6 @@ class ClusterRun:
         self._fail(err, None)
 
     def _deadlock_text(self, msgs: list) -> str:
-        from .errors import where
-
         groups: dict = {}
         msgs = sorted(msgs, key=lambda tm: (tuple(tm[0].blockIdx)[::-1], tm[0].thread_id))
         for t, m in msgs:
@@ -283,8 +290,6 @@ class ClusterRun:
             self._release_sync(blk)
             if self.sync_gen[blk] != gen:
                 return
-            import sys
-
             frame = sys._getframe()  # the line is read only for a deadlock message
 
             def stuck():
@@ -292,7 +297,7 @@ class ClusterRun:
                 raise DeadlockError(
                     f"{SIM_PREFIX}cuda.syncthreads: deadlock: waiting at {line} with "
                     f"{self.sync_count[blk]} of the block's {self.block_live[blk]} live threads "
-                    f"arrived {_where_acting()}")
+                    f"arrived {where(acting_thread())}")
 
             def released():
                 return self.sync_gen[blk] != gen
@@ -321,25 +326,23 @@ class ClusterRun:
                 self._fail(t.exception[0], t.exception[1])
             if self.block_live[blk] == 0:
                 self.exited.add(blk)
-                hook = self.cluster_state.get("on_block_exit")
-                if hook is not None and self.failed is None:
-                    try:
-                        hook(blk)
-                    except Exception as e:  # noqa: BLE001
-                        self._fail(e, e.__traceback__)
+                self._emit("block_exit", blk)
             else:
                 self._release_sync(blk)
             # a cluster barrier counts exited threads as arrived
-            hook = self.cluster_state.get("on_thread_exit")
-            if hook is not None and self.failed is None:
-                try:
-                    hook(t)
-                except Exception as e:  # noqa: BLE001
-                    self._fail(e, e.__traceback__)
+            self._emit("thread_exit", t)
             if self.live == 0:
                 self.main.notify_all()
             else:
                 self._check_stuck()
+
+    def _emit(self, event: str, *args) -> None:
+        """Tell the families; an error they raise fails the launch."""
+        if self.failed is None:
+            try:
+                self.events.emit(event, *args)
+            except Exception as e:  # noqa: BLE001
+                self._fail(e, e.__traceback__)
 
     def run(self, f, args) -> None:
         from numba.cuda.simulator import kernel as simkernel
@@ -380,8 +383,6 @@ class ClusterRun:
 def _kernel_line(f) -> str:
     """file:line of the kernel code below the simulator's and this package's
     frames, from frame ``f`` down."""
-    import os
-
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     while f is not None:
         fn = os.path.abspath(f.f_code.co_filename)
@@ -389,35 +390,6 @@ def _kernel_line(f) -> str:
             return f"{f.f_code.co_filename}:{f.f_lineno}"
         f = f.f_back
     return "<unknown>"
-
-
-# --- acting on behalf of another thread (deadlock messages) ------------------------------
-
-_acting = threading.local()
-
-
-class _acting_as:
-    def __init__(self, t):
-        self.t = t
-
-    def __enter__(self):
-        self.old = getattr(_acting, "thread", None)
-        _acting.thread = self.t
-
-    def __exit__(self, *exc):
-        _acting.thread = self.old
-
-
-def acting_thread():
-    """The simulated thread a message is about: the current one, or the one
-    whose deadlock is being described."""
-    return getattr(_acting, "thread", None) or threading.current_thread()
-
-
-def _where_acting() -> str:
-    from .errors import where
-
-    return where(acting_thread())
 
 
 # --- the launch ---------------------------------------------------------------------
@@ -431,6 +403,26 @@ def set_next_launch_cluster(cluster: tuple | None) -> None:
     _pending["cluster"] = cluster
 
 
+def launch(kernel: Any, claim: Any, args: tuple, stream: Any) -> None:
+    """``ac.launch`` under NUMBA_ENABLE_CUDASIM=1 (installed into
+    ``host/launch.py``), its arguments checked there: an ordinary simulated
+    launch with that much dynamic shared memory; with a cluster shape, the
+    blocks of each cluster run together (:func:`block_run`)."""
+    from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+    if not isinstance(kernel, FakeCUDAKernel):
+        raise TypeError(f"expected a @cuda.jit kernel, got {type(kernel).__name__}")
+    if kernel._device:
+        raise TypeError(f"{kernel.fn.__name__} is a device function, not a kernel")
+    if claim.cluster is not None:
+        check_grid(claim.grid, claim.cluster, _WHAT)
+    set_next_launch_cluster(claim.cluster)
+    try:
+        kernel[claim.grid, claim.block, stream, claim.shared_mem](*args)
+    finally:
+        set_next_launch_cluster(None)
+
+
 def declared_cluster_dims(fn) -> tuple | None:
     """The constant shape of a ``cluster_dims(...)`` call in the body of
     kernel ``fn`` (found in its source before the launch: in the simulator
@@ -440,9 +432,6 @@ def declared_cluster_dims(fn) -> tuple | None:
         return cached
     dims = None
     try:
-        import ast
-        import inspect
-        import textwrap
 
         src = textwrap.dedent(inspect.getsource(fn))
         tree = ast.parse(src)
@@ -472,8 +461,6 @@ def declared_cluster_dims(fn) -> tuple | None:
 
 def _launch_info(mgr, grid_point) -> LaunchInfo:
     from numba.cuda.simulator import kernel as simkernel
-
-    from ..host.launch import ClusterLaunchError, check_cluster_shape, check_grid
 
     mod = simkernel._get_kernel_context()
     info = mod.__dict__.get("_ac_launch") if mod is not None else None

@@ -10,10 +10,36 @@ import threading
 
 from .. import checked as _checked
 from .._lowering import TRAP_PREFIX
-from ..host import _numba_sim_internals as _nbsim
+from . import _numba_sim_internals as _nbsim
 
 SIM_PREFIX = "numba_asynccopy simulator: "
 _SIM_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+# --- acting on behalf of another thread (deadlock messages) ------------------------------
+
+_acting = threading.local()
+
+
+class acting_as:
+    """``with acting_as(t):`` messages made inside name thread ``t`` (a
+    deadlock described on behalf of a blocked thread)."""
+
+    def __init__(self, t):
+        self.t = t
+
+    def __enter__(self):
+        self.old = getattr(_acting, "thread", None)
+        _acting.thread = self.t
+
+    def __exit__(self, *exc):
+        _acting.thread = self.old
+
+
+def acting_thread():
+    """The simulated thread a message is about: the current one, or the one
+    whose deadlock is being described."""
+    return getattr(_acting, "thread", None) or threading.current_thread()
 
 
 class SimulatorError(RuntimeError):
@@ -27,8 +53,6 @@ class DeadlockError(SimulatorError):
 def where(t=None) -> str:
     """``[block (x,y,z) thread (x,y,z)]`` of ``t``, default the calling thread."""
     if t is None:
-        from .engine import acting_thread
-
         t = acting_thread()
     b, i = _nbsim.block_idx(t), _nbsim.thread_idx(t)
     return "[block ({},{},{}) thread ({},{},{})]".format(*b, *i)
@@ -88,38 +112,17 @@ def root_cause(threads) -> tuple[object, BaseException] | None:
 
 
 def blocked_waits(blk) -> str:
-    """Every wait the block's threads are blocked in, grouped: each barrier
-    with its counts and the threads waiting on it (and where), then the
-    other waits, the threads in ``cuda.syncthreads()`` and those that exited."""
-    groups: dict = {}
-    other, sync, gone = [], [], []
+    """The block's threads blocked in ``cuda.syncthreads()`` and those that
+    exited, for a deadlock message."""
+    # the waits on barriers are described by the waits themselves (the engine
+    # tracks its waiters); this lists the threads in no such wait
+    sync, gone = [], []
     for t in _nbsim.block_threads(blk.mgr):
-        pred = blk.waiting.get(t)
-        if pred is not None:
-            b = getattr(pred, "barrier", None)
-            key = (id(b), getattr(pred, "what", ""), getattr(pred, "line", ""))
-            if b is None and getattr(pred, "describe", None) is None:
-                other.append(t)
-            else:
-                groups.setdefault(key, (b, pred, []))[2].append(t)
-        elif t.ident is not None and not t.is_alive():
+        if t.ident is not None and not t.is_alive():
             gone.append(t)
         elif _nbsim.syncthreads_blocked(t):
             sync.append(t)
     parts = []
-    for b, pred, ts in groups.values():
-        at = f" at {pred.line}" if getattr(pred, "line", "") else ""
-        if b is not None:
-            pend, tx = b.outstanding()
-            # every arrival in, bytes missing: no blocked thread can bring them
-            starved = (f" (starved: every arrival is in but {tx} announced transaction bytes "
-                       "never come)") if pend == 0 and tx > 0 else ""
-            parts.append(f"threads {_ids(ts)} wait{at} for {pred.what} of {b.name()}, in "
-                         f"{b.report()}{starved}")
-        else:
-            parts.append(f"threads {_ids(ts)} wait{at} in {pred.describe()}")
-    if other:
-        parts.append(f"threads {_ids(other)} wait in another blocking call")
     if sync:
         parts.append(f"threads {_ids(sync)} wait in cuda.syncthreads()")
     if gone:

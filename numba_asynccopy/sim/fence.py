@@ -13,13 +13,11 @@ lane fall a phase behind (a false deadlock).
 
 from __future__ import annotations
 
-import sys
 
+from .. import fence as _dev
+from . import _numba_sim_internals as _nbsim
 from . import _runtime as rt
-from . import mbarrier as _mb
 from ._mirror import mirrors
-
-_dev = sys.modules["numba_asynccopy.fence"]
 
 
 @mirrors(_dev.fence_proxy_async,
@@ -30,7 +28,7 @@ def fence_proxy_async(space=None):
     if space != "global":
         th, blk = rt.current("fence_proxy_async")
         with blk.cond:
-            _mb._fence_inits(th, blk)
+            rt.fence_inits(th, blk)
 
 
 @mirrors(_dev.fence_mbarrier_init, "orders this thread's earlier ``mbarrier_init`` calls.")
@@ -38,7 +36,7 @@ def fence_mbarrier_init():
     rt.validate(_dev.fence_mbarrier_init)
     th, blk = rt.current("fence_mbarrier_init")
     with blk.cond:
-        _mb._fence_inits(th, blk, cluster=True)
+        rt.fence_inits(th, blk, cluster=True)
 
 
 @mirrors(_dev.fence_acq_rel_cluster, "no-op.")
@@ -58,10 +56,8 @@ class _Election:
 def _warp_lanes(blk, warp_base: int) -> list:
     """lane -> simulated thread of the warp starting at linear id ``warp_base``
     (None for a lane the block does not have)."""
-    from ..host import _numba_sim_internals as nbsim
-
     lanes = [None] * 32
-    for t in nbsim.block_threads(blk.mgr):
+    for t in _nbsim.block_threads(blk.mgr):
         k = t.thread_id - warp_base
         if 0 <= k < 32:
             lanes[k] = t
@@ -84,6 +80,14 @@ def elect_sync(mask=0xFFFFFFFF):
     return lane == leader
 
 
+class Meetings:
+    """A block's slot for the warp-converging instructions: per instruction
+    and warp, the meetings still gathering their lanes, by mask."""
+
+    def __init__(self, blk):
+        self.by_instr: dict = {}
+
+
 def _converge(api: str, instr: str, mask, same_site: bool = False) -> tuple[int, int]:
     """Every lane of ``mask`` (that exists and has not exited) meets at this
     ``instr`` (``elect.sync``, ``bar.warp.sync``) before any goes on; returns
@@ -100,7 +104,7 @@ def _converge(api: str, instr: str, mask, same_site: bool = False) -> tuple[int,
         raise rt.violation(api, f"lane {lane} executes {instr} but is not in `mask`=0x{m:08x}")
     with blk.cond:
         # per warp and instruction: the meetings still gathering their lanes, by mask
-        open_ = blk.__dict__.setdefault(f"_ac_meet_{instr}", {}).setdefault(warp_base, {})
+        open_ = blk.slot(Meetings).by_instr.setdefault(instr, {}).setdefault(warp_base, {})
         for other in open_.values():
             if other.mask != m and (other.mask >> lane) & 1:
                 waiting = [k for k in range(32) if (other.arrived >> k) & 1]

@@ -14,15 +14,14 @@ the block behave the same way, so a spin loop cannot hang either.
 
 from __future__ import annotations
 
-import sys
 
 import numpy as np
 
-from .. import _rules
+from .. import mbarrier as _dev
 from . import _runtime as rt
 from ._mirror import mirrors
-
-_dev = sys.modules["numba_asynccopy.mbarrier"]
+from .cluster import _arrive_remote, _expect_tx_remote
+from .cp_async import Groups
 
 
 def _state(b: rt.Barrier, pending: int) -> np.uint64:
@@ -31,72 +30,6 @@ def _state(b: rt.Barrier, pending: int) -> np.uint64:
 
 def _state_phase(state) -> int:
     return int(state) >> 32
-
-
-# --- shared checks of the barrier's use (the copy families call them too) ------
-
-
-def _check_tx_overflow(api: str, b: rt.Barrier) -> None:
-    """Every arrival of the phase is in but more transaction bytes completed
-    (or are in flight) than expect_tx announced: a wrong byte count, reported
-    with the copies of the phase and where they were issued."""
-    pend, tx = b.outstanding()
-    if pend != 0 or tx >= 0:
-        return
-    live = [op for op in b.deferred if not op.landed and op.tx_bytes]
-    copies = "; ".join(f"{getattr(op, 'issued_at', 'a copy')} ({op.tx_bytes} bytes)"
-                       for op in live) or "none in flight (complete_tx brought them)"
-    _, flight = b.in_flight()
-    raise rt.violation(api, _rules.tx_overflow(
-        extra=-tx, barrier=b.name(), phase=b.phase, expected=b.tx_expected,
-        completed=b.tx_completed + flight, copies=copies))
-
-
-def _issued(op: rt.AsyncOp, api: str) -> rt.AsyncOp:
-    """Record where ``op`` was issued (file:line of the kernel, thread), for messages."""
-    op.issued_at = f"{api} issued at {rt.caller_line()} {rt.where()}"
-    return op
-
-
-def _check_init_fenced(api: str, b: rt.Barrier) -> None:
-    """The async proxy (a bulk or TMA copy completing on ``b``) may use a
-    barrier only after its initialising thread fenced the init
-    (``fence_proxy_async`` on shared memory, or ``fence_mbarrier_init``)."""
-    if not getattr(b, "fenced", True):
-        raise rt.violation(api, _rules.barrier_unfenced(barrier=b.name(), use=api))
-
-
-def _fence_inits(th: rt.ThreadState, blk: rt.BlockState, cluster: bool = False) -> None:
-    """A fence by this thread orders every mbarrier_init it did before;
-    ``fence_mbarrier_init`` (``cluster``) also releases them to the cluster,
-    for the CTAs that wait on a cluster barrier after it (the generation
-    being collected now is recorded)."""
-    gen = getattr(getattr(blk, "cluster", None), "cbar_gen", 0)
-    for b in blk.barriers.values():
-        if getattr(b, "init_by", None) is th:
-            b.fenced = True
-            if cluster and getattr(b, "cluster_fence_gen", -1) is None:
-                b.cluster_fence_gen = gen
-
-
-def _check_cluster_fenced(api: str, b: rt.Barrier, cl, owner: tuple, me: tuple,
-                          waited: int) -> None:
-    """CTA ``me`` may use CTA ``owner``'s barrier ``b`` only after the
-    initialising thread's fence_mbarrier_init and a cluster barrier that
-    ``me`` waited on after it (``waited``: one past the highest cluster
-    barrier generation ``me`` completed)."""
-    gen = getattr(b, "cluster_fence_gen", -1)  # -1: not initialised here (not tracked)
-    if owner == me or gen == -1:
-        return
-    if gen is None:
-        why = "its initialising thread has not called fence_mbarrier_init() since mbarrier_init"
-    elif waited <= gen:
-        why = (f"CTA {cl.rank_of(me)} has not waited on a cluster barrier since that thread's "
-               "fence_mbarrier_init()")
-    else:
-        return
-    raise rt.violation(api, _rules.barrier_unfenced_cluster(
-        barrier=b.name(), user=cl.rank_of(me), use=api, why=why))
 
 
 @mirrors(_dev.mbarrier_init,
@@ -139,7 +72,7 @@ def _arrive(api, bar, count, *, drop=False, no_complete=False, expect=None):
             b.expected -= n
         state = _state(b, b.pending)  # the barrier as it was before this arrive (as on the GPU)
         b.arrive(blk, n, api)
-        _check_tx_overflow(api, b)
+        rt.check_tx_overflow(api, b)
         return state
 
 
@@ -151,8 +84,6 @@ def mbarrier_arrive(bar, count=1, *, sem=None, scope=None, cta_rank=None):
     (b, n), _ = rt.validate(_dev.mbarrier_arrive, bar, count, sem=sem, scope=scope,
                             cta_rank=cta_rank)
     if cta_rank is not None:
-        from .cluster import _arrive_remote
-
         return _arrive_remote("mbarrier_arrive", b, cta_rank, n)
     return _arrive("mbarrier_arrive", b, n)
 
@@ -180,8 +111,6 @@ def mbarrier_expect_tx(bar, nbytes, *, scope=None, cta_rank=None):
     api = "mbarrier_expect_tx"
     (b, n), _ = rt.validate(_dev.mbarrier_expect_tx, bar, nbytes, scope=scope, cta_rank=cta_rank)
     if cta_rank is not None:
-        from .cluster import _expect_tx_remote
-
         return _expect_tx_remote(api, b, cta_rank, n)
     th, blk = rt.current(api)
     with blk.cond:
@@ -196,7 +125,7 @@ def mbarrier_complete_tx(bar, nbytes, *, scope=None):
     with blk.cond:
         bb = rt.barrier_of(api, blk, b)
         bb.complete_tx(blk, int(n))
-        _check_tx_overflow(api, bb)
+        rt.check_tx_overflow(api, bb)
 
 
 @mirrors(_dev.mbarrier_arrive_expect_tx, _REMOTE_NOTE)
@@ -204,8 +133,6 @@ def mbarrier_arrive_expect_tx(bar, nbytes, *, sem=None, scope=None, cta_rank=Non
     (b, n), _ = rt.validate(_dev.mbarrier_arrive_expect_tx, bar, nbytes, sem=sem, scope=scope,
                             cta_rank=cta_rank)
     if cta_rank is not None:
-        from .cluster import _arrive_remote
-
         return _arrive_remote("mbarrier_arrive_expect_tx", b, cta_rank, 1, expect=n)
     return _arrive("mbarrier_arrive_expect_tx", b, 1, expect=n)
 
@@ -252,12 +179,25 @@ def _deadlock(api: str, b: rt.Barrier, parity: bool, value, line: str, blk: rt.B
     return raise_it
 
 
+class Spin:
+    """The mbarrier family's slot of a thread's state: its last failed
+    test/try_wait, (call site and barrier phase, the block's progress then)."""
+
+    def __init__(self, th):
+        self.last = None
+
+
+def forget_spin(th) -> None:
+    """A blocking wait ends any spin loop of this thread."""
+    th.slot(Spin).last = None
+
+
 def _blocking(api: str, bar, value, parity: bool) -> None:
     line = rt.caller_line()
     th, blk = rt.current(api)
     with blk.cond:
         b = rt.barrier_of(api, blk, bar)
-        th.spin = None
+        th.slot(Spin).last = None
         done = _done_fn(b, blk, parity, value)
         done.line = line
         blk.block_until(done, _deadlock(api, b, parity, value, line, blk))
@@ -275,18 +215,18 @@ def _poll(api: str, bar, value, parity: bool, blocking: bool) -> bool:
         done = _done_fn(b, blk, parity, value)
         done.line = line
         if done():
-            th.spin = None
+            th.slot(Spin).last = None
             return True
         key = (line, b.addr, b.phase, bool(parity), int(value))  # a spin loop repeats the call site
         fail = _deadlock(api, b, parity, value, line, blk)
-        if th.spin == (key, blk.progress):
+        if th.slot(Spin).last == (key, blk.progress):
             blk.block_until(done, fail)  # raises on a deadlock
-            th.spin = None
+            th.slot(Spin).last = None
             return True
         if blocking and blk.block_until(done, lambda: None):
-            th.spin = None
+            th.slot(Spin).last = None
             return True
-        th.spin = (key, blk.progress)
+        th.slot(Spin).last = (key, blk.progress)
         return False
 
 
@@ -347,7 +287,7 @@ def cp_async_mbarrier_arrive(bar, noinc=False):
         bb = rt.barrier_of(api, blk, b)
         if not flag:
             bb.pending += 1  # the increment that makes the arrival net zero
-        copies = th.pending_copies()
+        copies = th.slot(Groups).pending()
         if not copies:
             bb.arrive(blk, 1, api)
             return

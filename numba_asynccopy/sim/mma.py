@@ -28,7 +28,6 @@ never comes (blocked elsewhere) is a :class:`DeadlockError` naming it.
 
 from __future__ import annotations
 
-import sys
 
 import numpy as np
 
@@ -36,8 +35,8 @@ from .. import _rules
 from . import _runtime as rt
 from ._mirror import mirrors
 
-_dev = sys.modules["numba_asynccopy.mma"]
-_vec = sys.modules["numba_asynccopy.vector"]
+from .. import mma as _dev  # noqa: E402
+from .. import vector as _vec  # noqa: E402
 
 
 # bf16 as uint16 bits (the package's representation; host/bf16.py)

@@ -30,12 +30,12 @@ Example::
 
 from __future__ import annotations
 
-import sys
 import threading
 
 import numpy as np
 
 from .. import _rules
+from .. import pipeline as _dev
 from . import _runtime as rt
 from . import bulk as _bulk
 from . import cluster as _cl
@@ -45,7 +45,6 @@ from . import mbarrier as _mb
 from . import tensor as _tensor
 from ._mirror import mirrors
 
-_dev = sys.modules["numba_asynccopy.pipeline"]
 # the device constructors (intrinsics): their typing validates the arguments
 _DEV = {n: getattr(_dev, n) for n in ("group_pipeline", "cp_async_pipeline", "tma_pipeline",
                                        "cluster_tma_pipeline")}
@@ -113,7 +112,7 @@ def cluster_tma_pipeline(bars, stages, consumers, ctas, copies=1):
 # --- bookkeeping ----------------------------------------------------------------------
 
 
-def _kind(api: str, pipe) -> str:
+def _kind(api: str, pipe) -> _dev.PipelineKind:
     kind = _dev.KINDS.get(type(pipe))
     if kind is None:
         raise TypeError(f"{api}: `pipe` must be a pipeline built in the kernel by "
@@ -127,7 +126,7 @@ def _consts(pipe) -> dict:
 
 
 def _desc(pipe) -> str:
-    return _dev._describe(_kind("pipeline", pipe), _consts(pipe))
+    return _kind("pipeline", pipe).describe(_consts(pipe))
 
 
 def _state(api: str, state) -> tuple[int, int, int]:
@@ -160,6 +159,14 @@ def _key(pipe):
     return ("bars", rt.address(rt.unwrap(pipe.bars)))
 
 
+class Records:
+    """The pipeline family's slot of a thread's state: its record of each
+    pipeline (:func:`_thread_rec`)."""
+
+    def __init__(self, th):
+        self.by_pipe: dict = {}
+
+
 def _thread_rec(api: str, pipe) -> dict:
     """This thread's record of a pipeline: per slot, the step of the state it
     acquired and has not committed ("open"), committed and not released
@@ -167,7 +174,7 @@ def _thread_rec(api: str, pipe) -> dict:
     copies and bytes of the open stage; the last step acquired; the groups
     committed."""
     th, _ = rt.current(api)
-    recs = th.__dict__.setdefault("_ac_pipes", {})
+    recs = th.slot(Records).by_pipe
     return recs.setdefault(_key(pipe), {"open": {}, "filled": {}, "waited": {}, "copies": {},
                                         "bytes": {}, "acquired": -1, "commits": 0})
 
@@ -195,7 +202,7 @@ def _blocking_wait(api: str, pipe, state, k: int, parity: int, side: str) -> Non
         full = rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, i))
         empty = (None if _solo(pipe) else
                  rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, pipe.stages + i)))
-        th.spin = None
+        _mb.forget_spin(th)
 
         def fail():
             second = "" if empty is None else f"; its empty barrier is in {empty.report()}"
@@ -242,7 +249,7 @@ def _record_release(ob, rank: int) -> None:
 @mirrors(_dev.init, _NOTES["init"])
 def init(pipe):
     kind = _kind("init", pipe)
-    if kind == "group":
+    if not kind.barriers:
         return
     c = _consts(pipe)
     bars = rt.unwrap(pipe.bars)
@@ -251,12 +258,12 @@ def init(pipe):
         raise rt.violation("pipeline init", _rules.pipeline_bars(held=bars.size, pipeline=_desc(pipe),
                                                                 need=need))
     th, blk = rt.current("pipeline init")
-    threads = c["consumers"] + (c["producers"] if kind == "cp_async" else 1)
+    threads = c["consumers"] + kind.producer_threads(c)
     if blk.nthreads < threads:
         raise rt.violation("pipeline init", _rules.pipeline_threads(threads=blk.nthreads,
                                                                    pipeline=_desc(pipe), need=threads))
     t = threading.current_thread()
-    if kind == "cluster":
+    if kind.cluster:
         # the copies multicast to ranks 0..ctas-1 and the releases arrive there:
         # any other cluster size loses bytes or arrivals
         if blk.cluster.size != c["ctas"]:
@@ -276,13 +283,13 @@ def init(pipe):
         _fence.fence_proxy_async("shared::cta")  # as the device: the inits, before the copy engine
         return
     if tuple(t.threadIdx) == (0, 0, 0):
-        full = c["producers"] if kind == "cp_async" else c["copies"]
+        full = kind.full_count(c)
         for s in range(c["stages"]):
             _mb.mbarrier_init(bars[s:], full)
             _mb.mbarrier_init(bars[c["stages"] + s:], c["consumers"])
-        if kind == "tma":  # the device's init fences the inits for the copy engine
+        if kind.tx:  # the device's init fences the inits for the copy engine
             with blk.cond:
-                _mb._fence_inits(th, blk)
+                rt.fence_inits(th, blk)
     t.syncthreads()
 
 
@@ -319,10 +326,10 @@ def producer_acquire(pipe, state):
     if c <= rec["acquired"]:
         raise _in_use(api, pipe, state, f"this thread already acquired state step {rec['acquired']} "
                       "(advance the state after each stage)")
-    if (kind == "group" or _solo(pipe)) and i in rec["filled"]:
+    if (not kind.barriers or _solo(pipe)) and i in rec["filled"]:
         raise _in_use(api, pipe, state, f"the fill of state step {rec['filled'][i]} was not "
                       "consumer_release'd by this thread")
-    if kind != "group" and not _solo(pipe):
+    if kind.barriers and not _solo(pipe):
         _blocking_wait(api, pipe, state, pipe.stages + i, p, "free (its consumers never release it)")
     _acquired(rec, i, c)
 
@@ -336,7 +343,7 @@ def _acquired(rec: dict, i: int, c: int) -> None:
 @mirrors(_dev.producer_try_acquire, _NOTES["producer_try_acquire"])
 def producer_try_acquire(pipe, state):
     api = "producer_try_acquire"
-    if _kind(api, pipe) == "group" or _solo(pipe):
+    if not _kind(api, pipe).barriers or _solo(pipe):
         what = "a tma pipeline run by one thread (consumers=0)" if _solo(pipe) else "a group pipeline"
         raise TypeError(f"producer_try_acquire: {what} has nothing to test")
     i, p, c = _state(api, state)
@@ -361,7 +368,7 @@ def _copy(api: str, pipe, state, dst) -> tuple[np.ndarray, np.uint16 | None]:
     after arming it (one arrival and ``dst``'s bytes; in a cluster pipeline
     its bytes times the CTAs, which multicast the same size there) and the
     multicast mask (None outside a cluster pipeline)."""
-    if _kind(api, pipe) not in _dev.TX_KINDS:
+    if not _kind(api, pipe).tx:
         raise TypeError(f"{api}: copies through the pipeline need a tma_pipeline, got a "
                         f"{_kind(api, pipe)} pipeline")
     rec = _thread_rec(api, pipe)
@@ -407,7 +414,7 @@ def producer_commit(pipe, state):
     rec = _thread_rec(api, pipe)
     i = _committing(api, pipe, state, rec)
     c = rec["open"].pop(i)
-    if kind == "group":
+    if not kind.barriers:
         _cp.commit_group()
         rec["filled"][i] = c
         rec["commits"] += 1
@@ -415,19 +422,19 @@ def producer_commit(pipe, state):
     th, blk = rt.current(api)
     with blk.cond:
         b = rt.barrier_of(f"pipeline {api}", blk, _bar(pipe, i))
-        if kind in _dev.TX_KINDS:
+        if kind.tx:
             n, armed = rec["copies"][i], rec["bytes"][i]
             _, flight = b.in_flight()
             landed = b.tx_completed + flight
             # in a cluster pipeline the peers' parts may come later: only more
             # bytes than armed are wrong yet (fewer starve the wait, a deadlock)
-            short = landed > armed if kind == "cluster" else landed != armed
+            short = landed > armed if kind.cluster else landed != armed
             # still this fill's phase (a completed phase has reset its counts)
             if b.phase == int(state.step) // pipe.stages and (b.tx_expected != armed or short):
                 raise _fail(api, pipe, state, f"the stage's copies carry {landed} bytes but the "
                             f"pipeline armed {armed} (barrier: {b.report()}); issue every copy "
                             "of the stage through copy_bulk/copy_tensor"
-                            + (", the same sizes in every CTA" if kind == "cluster" else ""))
+                            + (", the same sizes in every CTA" if kind.cluster else ""))
             if n != pipe.copies:
                 raise _fail(api, pipe, state, f"{n} cop{'y' if n == 1 else 'ies'} ({armed} bytes) "
                             f"issued into the stage, but the pipeline was built for copies="
@@ -449,7 +456,7 @@ def consumer_wait(pipe, state):
     kind = _kind(api, pipe)
     i, p, c = _state(api, state)
     rec = _thread_rec(api, pipe)
-    if kind == "group":
+    if not kind.barriers:
         n = pipe.stages - (2 if pipe.shared else 1)
         done = rec["commits"]
         if done <= c:
@@ -472,7 +479,7 @@ def consumer_wait(pipe, state):
 @mirrors(_dev.consumer_try_wait)
 def consumer_try_wait(pipe, state):
     api = "consumer_try_wait"
-    if _kind(api, pipe) == "group":
+    if not _kind(api, pipe).barriers:
         raise TypeError("consumer_try_wait: a group pipeline cannot test its slots")
     i, p, c = _state(api, state)
     ok = bool(_mb.mbarrier_test_wait_parity(_bar(pipe, i), p))
@@ -491,13 +498,13 @@ def consumer_release(pipe, state):
         raise rt.violation(f"pipeline {api}", _rules.pipeline_release_without_wait(
             where=_where(api, pipe, state), why=" in this thread"))
     del rec["waited"][i]
-    if kind == "group" or _solo(pipe):
+    if not kind.barriers or _solo(pipe):
         prod = rec["filled"].get(i)
         if prod is not None and prod <= c:
             del rec["filled"][i]
         return
     th, blk = rt.current(api)
-    if kind == "cluster":
+    if kind.cluster:
         _cluster_release(api, pipe, state, blk)
         return
     with blk.cond:
@@ -542,7 +549,7 @@ def _cluster_release(api: str, pipe, state, blk) -> None:
 @mirrors(_dev.producer_tail)
 def producer_tail(pipe, state):
     api = "producer_tail"
-    if _kind(api, pipe) == "group":
+    if not _kind(api, pipe).barriers:
         _cp.wait_all()
         return
     if _solo(pipe):

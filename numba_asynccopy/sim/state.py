@@ -1,6 +1,8 @@
-"""Per-block and per-thread state of a simulated kernel: cp.async groups,
-asynchronous operations in flight, mbarriers with exact phase, arrival and
-transaction-byte counts, and deadlock detection.
+"""Per-block and per-thread state of a simulated kernel: asynchronous
+operations in flight, mbarriers with exact phase, arrival and
+transaction-byte counts, and deadlock detection.  What one family keeps
+per thread or per block (cp.async groups, bulk groups, ...) is that
+family's slot (``th.slot(kind)``, :mod:`.events`), declared by its twin.
 
 numba-cuda's simulator runs every CUDA thread of a block as a Python thread
 (``BlockThread``) under a ``BlockManager``; the package's launch loop
@@ -18,9 +20,10 @@ from typing import Callable
 import numpy as np
 
 from .. import _rules
-from ..host import _numba_sim_internals as _nbsim
-from ..host._numba_sim_internals import address
-from .errors import SIM_PREFIX, SimulatorError, violation
+from . import _numba_sim_internals as _nbsim
+from ._numba_sim_internals import address
+from .errors import SIM_PREFIX, SimulatorError, caller_line, violation, where
+from .events import EVENTS, Slots
 from .schedule import POISON_BYTE, eager
 
 _create_lock = threading.Lock()
@@ -33,7 +36,7 @@ def current(api: str) -> tuple[ThreadState, BlockState]:
 
         th, blk = current("commit_group")
         with blk.cond:
-            th.groups.append(th.uncommitted)
+            th.slot(Groups).commit()    # Groups: cp.async's slot (sim/cp_async.py)
     """
     t = threading.current_thread()
     mgr = _nbsim.block_manager(t)
@@ -70,22 +73,14 @@ def describe_shared(addr: int) -> str:
     return f"{label}, byte offset {addr - start}"
 
 
-class ThreadState:
+class ThreadState(Slots):
+    """One simulated CUDA thread's state: its families' slots."""
+
     def __init__(self, thread):
         self.thread = thread
-        self.uncommitted: list[AsyncOp] = []
-        self.groups: list[list[AsyncOp]] = []
-        self.spin = None  # last failed test/try_wait: (barrier key, progress)
-        # bulk stores/reductions (sim/bulk.py): committed groups, oldest first
-        self.bulk_uncommitted: list = []
-        self.bulk_groups: list[list] = []
-
-    def pending_copies(self) -> list:
-        out = [op for g in self.groups for op in g if not op.landed]
-        return out + [op for op in self.uncommitted if not op.landed]
 
 
-class BlockState:
+class BlockState(Slots):
     """One CTA's simulator state.  Its lock and wake-ups are those of the
     cluster it runs in (``sim/engine.py``): a CTA may change another CTA's
     barrier, so the CTAs of a cluster share one lock."""
@@ -96,7 +91,6 @@ class BlockState:
         self.cond = self.cluster.cond if self.cluster is not None else \
             threading.Condition(threading.RLock())
         self.barriers: dict[int, Barrier] = {}
-        self.waiting: dict = {}  # kept for code that reads it; the engine tracks waiters
 
     @property
     def point(self) -> tuple:
@@ -121,17 +115,11 @@ class BlockState:
         """The block finished: transaction bytes must balance on every barrier
         (a phase whose tx-count is not zero was announced more or fewer bytes
         than were completed; on the GPU its data is missing or a later phase
-        completes early).  Bulk stores still in flight complete first (the
-        end of the kernel completes them on the GPU too)."""
+        completes early).  First the ``"block_exit"`` event: what the families
+        still have in flight completes (bulk stores: the end of the kernel
+        completes them on the GPU too)."""
         with self.cond:
-            for t in _nbsim.block_threads(self.mgr):
-                th = t.__dict__.get("_ac_thread")
-                if th is None:
-                    continue
-                ops = [op for g in th.bulk_groups for op in g] + th.bulk_uncommitted
-                th.bulk_groups, th.bulk_uncommitted = [], []
-                for op in ops:
-                    op.land()
+            EVENTS.emit("block_exit", self)
         for b in self.barriers.values():
             pend, tx = b.outstanding()
             if tx != 0:
@@ -205,7 +193,6 @@ class Barrier:
         self.phase = 0
         self.owner = None  # grid point of the owning CTA (cluster launches)
         self.cluster = None
-        self.releasers: set = set()  # CTAs that arrived remotely in this phase (release)
         self._completing = False
         self._new_phase()
 
@@ -255,10 +242,7 @@ class Barrier:
             self._completing = False
         self.phase += 1
         self._new_phase()
-        if self.releasers:
-            from .cluster import _on_phase_complete
-
-            _on_phase_complete(self)
+        EVENTS.emit("phase_complete", self)
 
     def arrive(self, blk: BlockState, count: int, api: str) -> None:
         pend, tx = self.outstanding()
@@ -315,6 +299,82 @@ class Barrier:
             f"{self.tx_completed}, in flight {tx_flight}, tx-count {self.tx - tx_flight} "
             "after the copies in flight land"
         )
+
+
+# --- rules of a barrier's use that the families share --------------------------------
+
+
+def check_tx_overflow(api: str, b: Barrier) -> None:
+    """Every arrival of the phase is in but more transaction bytes completed
+    (or are in flight) than expect_tx announced: a wrong byte count, reported
+    with the copies of the phase and where they were issued."""
+    pend, tx = b.outstanding()
+    if pend != 0 or tx >= 0:
+        return
+    live = [op for op in b.deferred if not op.landed and op.tx_bytes]
+    copies = "; ".join(f"{getattr(op, 'issued_at', 'a copy')} ({op.tx_bytes} bytes)"
+                       for op in live) or "none in flight (complete_tx brought them)"
+    _, flight = b.in_flight()
+    raise violation(api, _rules.tx_overflow(
+        extra=-tx, barrier=b.name(), phase=b.phase, expected=b.tx_expected,
+        completed=b.tx_completed + flight, copies=copies))
+
+
+def issued(op: AsyncOp, api: str) -> AsyncOp:
+    """Record where ``op`` was issued (file:line of the kernel, thread), for messages."""
+    op.issued_at = f"{api} issued at {caller_line()} {where()}"
+    return op
+
+
+def check_init_fenced(api: str, b: Barrier) -> None:
+    """The async proxy (a bulk or TMA copy completing on ``b``) may use a
+    barrier only after its initialising thread fenced the init
+    (``fence_proxy_async`` on shared memory, or ``fence_mbarrier_init``)."""
+    if not getattr(b, "fenced", True):
+        raise violation(api, _rules.barrier_unfenced(barrier=b.name(), use=api))
+
+
+def fence_inits(th: ThreadState, blk: BlockState, cluster: bool = False) -> None:
+    """A fence by this thread orders every mbarrier_init it did before;
+    ``fence_mbarrier_init`` (``cluster``) also releases them to the cluster,
+    for the CTAs that wait on a cluster barrier after it (the generation
+    being collected now is recorded)."""
+    gen = getattr(getattr(blk, "cluster", None), "cbar_gen", 0)
+    for b in blk.barriers.values():
+        if getattr(b, "init_by", None) is th:
+            b.fenced = True
+            if cluster and getattr(b, "cluster_fence_gen", -1) is None:
+                b.cluster_fence_gen = gen
+
+
+def check_cluster_fenced(api: str, b: Barrier, cl, owner: tuple, me: tuple,
+                          waited: int) -> None:
+    """CTA ``me`` may use CTA ``owner``'s barrier ``b`` only after the
+    initialising thread's fence_mbarrier_init and a cluster barrier that
+    ``me`` waited on after it (``waited``: one past the highest cluster
+    barrier generation ``me`` completed)."""
+    gen = getattr(b, "cluster_fence_gen", -1)  # -1: not initialised here (not tracked)
+    if owner == me or gen == -1:
+        return
+    if gen is None:
+        why = "its initialising thread has not called fence_mbarrier_init() since mbarrier_init"
+    elif waited <= gen:
+        why = (f"CTA {cl.rank_of(me)} has not waited on a cluster barrier since that thread's "
+               "fence_mbarrier_init()")
+    else:
+        return
+    raise violation(api, _rules.barrier_unfenced_cluster(
+        barrier=b.name(), user=cl.rank_of(me), use=api, why=why))
+
+
+def threads_of(blk: BlockState) -> list[ThreadState]:
+    """The states of ``blk``'s threads that called into the simulator."""
+    out = []
+    for t in _nbsim.block_threads(blk.mgr):
+        th = t.__dict__.get("_ac_thread")
+        if th is not None:
+            out.append(th)
+    return out
 
 
 def barrier_of(api: str, blk: BlockState, bar: np.ndarray, *, init_count: int | None = None) -> Barrier:

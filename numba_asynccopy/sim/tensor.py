@@ -22,22 +22,21 @@ raise :class:`~numba_asynccopy.sim.SimulatorError`.
 
 from __future__ import annotations
 
-import sys
 import weakref
 from typing import Any, Sequence
 
 import numpy as np
 
-from .. import _rules
+from .. import _layout, _rules
+from .. import tensor as _dev
 from ..host import im2col as _im2col
 from ..host import tensor_map as _tm
 from . import _runtime as rt
 from . import cp_async as _cp
-from . import mbarrier as _mb
 from ._mirror import mirrors
 from .bulk import BulkOp, _check_mbar, _check_space, _combine, _issue
+from .cluster import _multicast
 
-_dev = sys.modules["numba_asynccopy.tensor"]
 
 #: word 0 of a simulator map buffer (words 0..15 are the driver's map on the GPU)
 SIM_MARK = 0x50414D5453494D41  # "AMISTMAP"
@@ -55,6 +54,8 @@ class TensorMap(_tm.TensorMap):
         tmap = ac.TensorMap(A, (16, 32))
         kernel[1, 128](tmap, out)
     """
+
+    __mirrors__ = _tm.TensorMap  # bound in its place (``sim.bind``)
 
     def __init__(self, array: Any, box: Sequence[int], *, swizzle: int | None = None,
                  interleave: int | None = None, l2_promotion: int | None = None,
@@ -191,23 +192,12 @@ def _box_index(spec: _tm.TensorMapSpec, cs: list[int]):
     return np.ix_(*t_idx), np.ix_(*b_idx)
 
 
-def _units(nbytes: int, swizzle: int | None) -> np.ndarray:
-    """Shared byte offset of each 16-byte unit of the dense box."""
-    o = np.arange(0, nbytes, 16)
-    if swizzle is None:
-        return o
-    return o ^ (((o >> 7) & (swizzle // 16 - 1)) << 4)
-
-
 def _swizzle_bytes(dense: np.ndarray, swizzle: int | None) -> np.ndarray:
-    raw = np.ascontiguousarray(dense).view(np.uint8).reshape(-1)
-    out = np.empty_like(raw)
-    out.reshape(-1, 16)[_units(raw.size, swizzle) // 16] = raw.reshape(-1, 16)
-    return out
+    return _layout.swizzle_bytes(dense, _layout.swizzle(swizzle))
 
 
 def _unswizzle_bytes(raw: np.ndarray, swizzle: int | None) -> np.ndarray:
-    return raw.reshape(-1, 16)[_units(raw.size, swizzle) // 16].reshape(-1)
+    return _layout.unswizzle_bytes(raw, _layout.swizzle(swizzle))
 
 
 def _fill_value(spec: _tm.TensorMapSpec, dtype: np.dtype):
@@ -242,28 +232,26 @@ def cp_async_bulk_tensor_load(dst, tensor_map, coords, mbar, *, multicast_mask=N
         tmap = _check_map(api, m, len(cs), d, "dst")
         c = _coords(api, cs, m, store=False)
         spec, t = tmap.spec, tmap.tensor
-        dense = np.full([-(-n // e) for n, e in zip(spec.box, spec.element_strides)],
+        dense = np.full(_layout.box_counts(spec.box, spec.element_strides),
                         _fill_value(spec, t.dtype), t.dtype)
         ix = _box_index(spec, c)
         if ix is not None:
             dense[ix[1]] = t[ix[0]]  # read now: a copy of the source
         payload = _swizzle_bytes(dense, spec.swizzle)
         if kw["multicast_mask"] is not None:
-            from .cluster import _multicast
-
             _multicast(api, kw["multicast_mask"], d, b, payload, spec.box_bytes, _tile_bytes)
             return
-        _mb._check_init_fenced(api, bar)
+        rt.check_init_fenced(api, bar)
         tile = _tile_bytes(d)
         _cp._check_reuse(api, "dst", blk, [tile])
         from .wgmma import _on_shared_write  # an MMA may still read the tile; its swizzle
 
         _on_shared_write(api, "dst", blk, tile, rt.address(b), spec.swizzle,
                         f"a TMA load with swizzle={spec.swizzle}")
-        op = _mb._issued(rt.AsyncOp([(tile, payload)], tx_bytes=spec.box_bytes), api)
+        op = rt.issued(rt.AsyncOp([(tile, payload)], tx_bytes=spec.box_bytes), api)
         bar.attach(blk, op)
         _cp._track(blk, op, [tile], op.issued_at)
-        _mb._check_tx_overflow(api, bar)
+        rt.check_tx_overflow(api, bar)
 
 
 def _store(api, m, cs, s, o, dtype_code=None):
@@ -273,7 +261,7 @@ def _store(api, m, cs, s, o, dtype_code=None):
     tmap = _check_map(api, m, len(cs), s, "src", dtype_code)
     c = _coords(api, cs, m, store=True)
     spec, t = tmap.spec, tmap.tensor
-    counts = [-(-n // e) for n, e in zip(spec.box, spec.element_strides)]
+    counts = _layout.box_counts(spec.box, spec.element_strides)
     ix = _box_index(spec, c)
     sb = _tile_bytes(s)
 
@@ -407,13 +395,13 @@ def cp_async_bulk_tensor_load_im2col(dst, tensor_map, coords, offsets, mbar, *,
 
             _multicast(api, kw["multicast_mask"], d, b, payload, tmap.spec.box_bytes, _tile_bytes)
             return
-        _mb._check_init_fenced(api, bar)
+        rt.check_init_fenced(api, bar)
         tile = _tile_bytes(d)
         _cp._check_reuse(api, "dst", blk, [tile])
-        op = _mb._issued(rt.AsyncOp([(tile, payload)], tx_bytes=tmap.spec.box_bytes), api)
+        op = rt.issued(rt.AsyncOp([(tile, payload)], tx_bytes=tmap.spec.box_bytes), api)
         bar.attach(blk, op)
         _cp._track(blk, op, [tile], op.issued_at)
-        _mb._check_tx_overflow(api, bar)
+        rt.check_tx_overflow(api, bar)
 
 
 @mirrors(_dev.cp_async_bulk_prefetch_tensor_im2col,

@@ -10,14 +10,12 @@ view is the numpy view of the elements.
 
 from __future__ import annotations
 
-import sys
 
 import numpy as np
 
+from .. import vector as _dev
 from . import _runtime as rt
 from ._mirror import mirrors
-
-_dev = sys.modules["numba_asynccopy.vector"]
 
 
 def _fmt(rule: str, *values: int) -> str:

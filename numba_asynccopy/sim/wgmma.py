@@ -24,7 +24,6 @@ MMA that reads its tiles is not waited for.
 
 from __future__ import annotations
 
-import sys
 import threading
 
 import numpy as np
@@ -33,7 +32,7 @@ from .. import _rules
 from . import _runtime as rt
 from ._mirror import mirrors
 
-_dev = sys.modules["numba_asynccopy.wgmma"]
+from .. import wgmma as _dev  # noqa: E402
 _lock = threading.Lock()
 
 # --- values ---------------------------------------------------------------------------

@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from numba_asynccopy.host import _numba_internals, _numba_sim_internals
+from numba_asynccopy.host import _numba_internals
+from numba_asynccopy.sim import _numba_sim_internals
 
 OWNERS = (_numba_internals, _numba_sim_internals)
 

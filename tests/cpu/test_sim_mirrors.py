@@ -13,7 +13,7 @@ import numba_asynccopy as ac
 from numba_asynccopy import _forms, sim
 from numba_asynccopy.sim._mirror import MirrorError, mirrors, user_signature
 
-TWINS = [(m, name) for m in sim._family_modules() for name in sorted(vars(m))
+TWINS = [(m, name) for m in sim.twin_modules() for name in sorted(vars(m))
          if name in sim.supported()]
 
 

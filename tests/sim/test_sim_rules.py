@@ -143,10 +143,17 @@ def test_schedule_option():
 def test_intrinsics_without_a_simulator_version_raise_a_clear_error():
     import sys
 
-    dev = sys.modules["numba_asynccopy.cp_async"].cp_async  # stands in for a new family
+    from numba.cuda.extending import intrinsic
+
+    @intrinsic
+    def bulk_thing(typingctx, a, b):  # stands in for an intrinsic of a new family
+        return None
+
+    dev = sys.modules["numba_asynccopy.cluster"].cluster_sync
     impls = ac.sim.implementations({"__all__": ["cluster_sync", "bulk_thing"],
-                                    "cluster_sync": dev, "bulk_thing": dev})
-    # the cluster family has its twins (UNSUPPORTED_FAMILIES is empty)
+                                    "cluster_sync": dev, "bulk_thing": bulk_thing})
+    # the cluster family has its twins (UNSUPPORTED_FAMILIES is empty); a twin
+    # is found from the device object it mirrors
     assert ac.sim.UNSUPPORTED_FAMILIES == {}
     assert impls["cluster_sync"] is sys.modules["numba_asynccopy.sim.cluster"].cluster_sync
     with pytest.raises(ac.sim.SimulatorError,

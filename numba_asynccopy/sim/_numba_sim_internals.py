@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from ..host.launch import checking_sim_launch
+
 #: (module, dotted name) of every simulator internal looked up or replaced here
 NAMES: tuple[tuple[str, str], ...] = (
     ("numba.cuda.simulator.kernel", "_get_kernel_context"),
@@ -222,18 +224,18 @@ def _validate_alignment(alignment) -> None:
 # --- the patches ----------------------------------------------------------------
 
 
-def install(poison_byte: int) -> None:
+def install(poison_byte: int, run_cluster: Any) -> None:
     """Teach numba-cuda's simulator what the kernels need: ``alignment=`` on
     shared/local arrays (uninitialised shared memory holds ``poison_byte``;
     each block has its own), a registry of shared/local address ranges (for
     the address-space rules and DSMEM), a list of each block's threads, and
-    the event-driven launch loop of ``sim/engine.py`` (a cluster's blocks
-    together; a finished block calls its ``_ac_block`` state's ``at_exit``).
-    Idempotent.
+    the event-driven launch loop ``run_cluster(manager, grid_point, *args)``
+    of ``sim/engine.py`` (a cluster's blocks together; a finished block
+    calls its ``_ac_block`` state's ``at_exit``).  Idempotent.
 
     Example::
 
-        install(0xFF)   # once, before the first simulated launch
+        install(0xFF, engine.block_run)   # once, before the first simulated launch
     """
     from numba.core import types
     from numba.cuda.np import numpy_support
@@ -328,15 +330,12 @@ def install(poison_byte: int) -> None:
 
     def block_run(self, grid_point, *args):
         # the event-driven loop that runs a whole cluster (sim/engine.py)
-        from ..sim import engine
-
-        engine.block_run(self, grid_point, *args)
+        run_cluster(self, grid_point, *args)
 
     block_run.__wrapped__ = orig_run
     simkernel.BlockManager.run = block_run
 
-    from .launch import checking_sim_launch  # a launch the GPU refuses is refused here
-
+    # a launch the GPU refuses is refused here
     kernelapi.FakeCUDAModule.__init__ = checking_sim_launch(kernelapi.FakeCUDAModule.__init__)
 
     orig_thread_run = simkernel.BlockThread.run
