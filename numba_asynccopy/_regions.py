@@ -88,7 +88,8 @@ def check_runtime_scalar(ty, api: str, name: str, kinds=(types.Integer,)):
     base = getattr(ty, "literal_type", ty)
     if not isinstance(base, kinds):
         want = " or ".join(k.__name__.lower() for k in kinds)
-        raise TypingError(f"{api}: `{name}` must be a {want} value, got {ty}")
+        article = "an" if want[0] in "aeiou" else "a"
+        raise TypingError(f"{api}: `{name}` must be {article} {want} value, got {ty}")
 
 
 def itemsize(dtype) -> int:

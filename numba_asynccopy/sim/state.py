@@ -20,6 +20,7 @@ from typing import Callable
 import numpy as np
 
 from .. import _rules
+from .. import checked as _checked
 from . import _numba_sim_internals as _nbsim
 from ._numba_sim_internals import address
 from .errors import SIM_PREFIX, SimulatorError, caller_line, violation, where
@@ -86,6 +87,9 @@ class BlockState(Slots):
     barrier, so the CTAs of a cluster share one lock."""
 
     def __init__(self, mgr):
+        # the mode a GPU compile of this kernel reads: a bad
+        # NUMBA_ASYNCCOPY_CHECKED is the same ValueError here as there
+        _checked.is_checked()
         self.mgr = mgr
         self.cluster = getattr(mgr, "_ac_cluster", None)
         self.cond = self.cluster.cond if self.cluster is not None else \
