@@ -236,7 +236,7 @@ class ClusterRun(Slots):
                     w.on_deadlock()
                 soft.append(w)
             except DeadlockError as e:
-                msgs.append((w.thread, str(e)))
+                msgs.append((w.thread, str(e), getattr(e, "root_cause", False)))
             except Exception as e:  # noqa: BLE001 - reported as the launch's failure
                 self._fail(e, e.__traceback__)
                 return
@@ -250,8 +250,11 @@ class ClusterRun(Slots):
 
     def _deadlock_text(self, msgs: list) -> str:
         groups: dict = {}
-        msgs = sorted(msgs, key=lambda tm: (tuple(tm[0].blockIdx)[::-1], tm[0].thread_id))
-        for t, m in msgs:
+        # the root cause first (a barrier starved of transaction bytes that no
+        # blocked thread can bring), then the waits it starves, by block and thread
+        msgs = sorted(msgs, key=lambda tm: (not tm[2], tuple(tm[0].blockIdx)[::-1],
+                                            tm[0].thread_id))
+        for t, m, _ in msgs:
             key = m.replace(" " + where(t), "")
             if self.clustered:
                 key = key.replace("every thread of the block is blocked",

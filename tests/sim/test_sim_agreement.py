@@ -57,3 +57,63 @@ def test_checked_env_switch_runs(checked_env, value, interleaving):
     out = np.zeros(64, np.float32)
     copy_tile[1, 64](A, out)
     np.testing.assert_array_equal(out, A)
+
+
+# --- a deadlock's headline is its root cause --------------------------------------------
+
+ROWS, COLS, STAGES, NT = 4, 32, 2, 4
+TILE_BYTES = ROWS * COLS * 4
+
+
+@cuda.jit
+def tma_ring_by_hand(tmap, out, extra):
+    bars = cuda.shared.array((2, STAGES), np.uint64)  # full, empty
+    ring = cuda.shared.array((STAGES, ROWS, COLS), np.float32, alignment=128)
+    tid = cuda.threadIdx.x
+    if tid == 0:
+        for s in range(STAGES):
+            ac.mbarrier_init(bars[0, s:], 1)
+            ac.mbarrier_init(bars[1, s:], COLS)
+        ac.fence_proxy_async("shared::cta")
+    cuda.syncthreads()
+    if tid == 0:  # the producer
+        for t in range(NT):
+            s = t % STAGES
+            if t >= STAGES:
+                ac.mbarrier_wait_parity(bars[1, s:], (t // STAGES - 1) % 2)
+            ac.mbarrier_arrive_expect_tx(bars[0, s:], TILE_BYTES + extra)  # BUG when extra != 0
+            ac.cp_async_bulk_tensor_load(ring[s], tmap, (ROWS * t, 0), bars[0, s:])
+    elif tid >= 32:  # the consumers: one warp
+        c = tid - 32
+        for t in range(NT):
+            s = t % STAGES
+            ac.mbarrier_wait_parity(bars[0, s:], (t // STAGES) % 2)
+            for r in range(ROWS):
+                out[ROWS * t + r, c] = ring[s, r, c]
+            ac.mbarrier_arrive(bars[1, s:])
+
+
+def _ring_args():
+    a = np.arange(ROWS * NT * COLS, dtype=np.float32).reshape(ROWS * NT, COLS)
+    return a, ac.TensorMap(cuda.to_device(a), (ROWS, COLS)), np.full_like(a, np.nan)
+
+
+def test_tma_ring_correct(interleaving):
+    a, tmap, out = _ring_args()
+    tma_ring_by_hand[1, 64](tmap, out, 0)
+    np.testing.assert_array_equal(out, a)
+
+
+def test_deadlock_headline_is_the_starved_full_barrier():
+    a, tmap, out = _ring_args()
+    with pytest.raises(ac.sim.DeadlockError) as e:
+        tma_ring_by_hand[1, 64](tmap, out, 16)
+    headline = str(e.value).splitlines()[0]
+    # the full barrier of stage 0 (byte offset 0) misses 16 bytes: that is the headline,
+    # not the empty barrier the producer then waits on
+    assert "byte offset 0) can never complete the phase of parity 0" in headline, headline
+    assert "(starved: every arrival is in but 16 announced transaction bytes never come)" \
+        in headline, headline
+    assert "32 threads, first [block (0,0,0) thread (32,0,0)]" in headline, headline
+    # the symptom is still listed
+    assert "byte offset 16) can never complete" in str(e.value), str(e.value)
