@@ -117,3 +117,66 @@ def test_deadlock_headline_is_the_starved_full_barrier():
     assert "32 threads, first [block (0,0,0) thread (32,0,0)]" in headline, headline
     # the symptom is still listed
     assert "byte offset 16) can never complete" in str(e.value), str(e.value)
+
+
+# --- a copy still in flight when its block exits ---------------------------------------
+
+
+@cuda.jit
+def one_tile_consumer(tmap, out, wait):
+    bars = cuda.shared.array((2, 1), np.uint64)  # full, empty
+    tile = cuda.shared.array((ROWS, COLS), np.float32, alignment=128)
+    tid = cuda.threadIdx.x
+    if tid == 0:
+        ac.mbarrier_init(bars[0, 0:], 1)
+        ac.mbarrier_init(bars[1, 0:], COLS)
+        ac.fence_proxy_async("shared::cta")
+    cuda.syncthreads()
+    if tid == 0:
+        ac.mbarrier_arrive_expect_tx(bars[0, 0:], TILE_BYTES)
+        ac.cp_async_bulk_tensor_load(tile, tmap, (0, 0), bars[0, 0:])
+    elif tid >= 32:
+        c = tid - 32
+        if wait:  # BUG when 0: the consumer reads and releases the slot without the wait
+            ac.mbarrier_wait_parity(bars[0, 0:], 0)
+        for r in range(ROWS):
+            out[r, c] = tile[r, c]
+        ac.mbarrier_arrive(bars[1, 0:])
+
+
+def test_one_tile_release_without_wait_is_named():
+    a, tmap, out = _ring_args()
+    with pytest.raises(ac.sim.SimulatorError,
+                       match=r"block \(0,0,0\) exited with a copy still in flight: "
+                             r"cp_async_bulk_tensor_load issued at .*:\d+ \[block \(0,0,0\) "
+                             r"thread \(0,0,0\)\] still writes shared array allocated at .*, "
+                             r"byte offset 0 and nothing waited for it \(a wait on the barrier "
+                             r"\(.*byte offset 0\) for phase 0 is missing"):
+        one_tile_consumer[1, 64](tmap, out, 0)
+
+
+def test_one_tile_with_wait(interleaving):
+    a, tmap, out = _ring_args()
+    one_tile_consumer[1, 64](tmap, out, 1)
+    np.testing.assert_array_equal(out[:ROWS], a[:ROWS])
+
+
+@cuda.jit
+def cp_async_no_wait(A, out, wait):
+    sh = cuda.shared.array(64, np.float32, alignment=16)
+    t = cuda.threadIdx.x
+    if t < 16:
+        ac.cp_async(sh[t * 4:t * 4 + 4], A[t * 4:t * 4 + 4], 16)
+        ac.commit_group()
+        if wait:  # BUG when 0: the group is never waited for
+            ac.wait_all()
+
+
+def test_cp_async_in_flight_at_exit_is_named():
+    A = np.arange(64, dtype=np.float32)
+    with pytest.raises(ac.sim.SimulatorError,
+                       match=r"exited with a copy still in flight: cp_async issued at .* "
+                             r"\(wait_group / wait_all in the issuing thread, or a wait on the barrier its "
+                             r"cp_async_mbarrier_arrive arrives on is missing"):
+        cp_async_no_wait[1, 64](A, np.zeros(64, np.float32), 0)
+    cp_async_no_wait[1, 64](A, np.zeros(64, np.float32), 1)
