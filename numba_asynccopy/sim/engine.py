@@ -35,6 +35,7 @@ from ..host.launch import _WHAT, ClusterLaunchError, check_cluster_shape, check_
 from . import _numba_sim_internals as _nbsim
 from .errors import SIM_PREFIX, DeadlockError, SimulatorError, acting_as, acting_thread, where
 from .events import Events, Slots
+from .progress import Progress
 
 
 class _Waiter:
@@ -59,6 +60,8 @@ class LaunchInfo:
         self.explicit = explicit
         self.kernel_fn = kernel_fn
         self.done: set = set()
+        self.progress = Progress(getattr(kernel_fn, "__name__", "kernel"),
+                                 int(np.prod(self.grid)))
 
     def cluster_of(self, point: tuple) -> tuple:
         return tuple(p // c for p, c in zip(point, self.cluster))
@@ -514,6 +517,7 @@ def block_run(mgr, grid_point, *args) -> None:
                 blk.at_exit(p)
     finally:
         _nbsim.free_blocks(points)
+    info.progress.blocks_done(len(points))
 
 
 def cluster_of_thread(t=None) -> ClusterRun | None:
