@@ -3,6 +3,8 @@ reports the root cause of a failure first."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -180,3 +182,55 @@ def test_cp_async_in_flight_at_exit_is_named():
                              r"cp_async_mbarrier_arrive arrives on is missing"):
         cp_async_no_wait[1, 64](A, np.zeros(64, np.float32), 0)
     cp_async_no_wait[1, 64](A, np.zeros(64, np.float32), 1)
+
+
+# --- a compile-time constant is what Numba types as a literal ---------------------------
+
+WORDS = 4  # a module constant: Numba freezes it as a literal
+
+
+def _chunk_source(expr: str):
+    """A cp_async kernel's Python function whose chunk_bytes is ``expr``
+    (its source kept in linecache for the simulator's reading)."""
+    import linecache
+
+    src = (
+        "def chunk_kernel(A, out):\n"
+        "    sh = cuda.shared.array(64, np.float32, alignment=16)\n"
+        "    t = cuda.threadIdx.x\n"
+        "    lit = 4 * 4\n"
+        "    prod = WORDS * 4\n"
+        f"    ac.cp_async(sh[t * 4:t * 4 + 4], A[t * 4:t * 4 + 4], {expr})\n"
+        "    ac.wait_all()\n"
+        "    cuda.syncthreads()\n"
+        "    out[t] = sh[t]\n")
+    name = f"<chunk_kernel {expr}>"
+    linecache.cache[name] = (len(src), None, src.splitlines(True), name)
+    env = {"cuda": cuda, "np": np, "ac": ac, "WORDS": WORDS}
+    exec(compile(src, name, "exec"), env)
+    return env["chunk_kernel"]
+
+
+RUNTIME = "cp_async: `chunk_bytes` must be a compile-time constant (int literal), got a run-time int64"
+
+
+# verdicts of a GPU compile (compile_ptx, cc 9.0) of the same kernels: Numba folds no
+# arithmetic (CPython folds `4 * 4` itself), and prunes the branch of a constant condition
+# (tests/cpu/test_constant_agreement.py compiles them and checks these verdicts)
+CONSTANT_CASES = [
+    ("16", False), ("4 * 4", False), ("-(-16)", False), ("lit", False),
+    ("WORDS * 4", True), ("prod", True), ("WORDS + WORDS + 8", True), ("(16 if WORDS else 8)", False),
+]
+
+
+@pytest.mark.parametrize("expr, refused", CONSTANT_CASES)
+def test_constant_means_numba_literal(expr, refused):
+    k = cuda.jit(_chunk_source(expr))
+    A = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    if refused:
+        with pytest.raises(Exception, match=re.escape(RUNTIME)):
+            k[1, 16](A, out)
+    else:
+        k[1, 16](A, out)
+        np.testing.assert_array_equal(out[:16], A[:16])
