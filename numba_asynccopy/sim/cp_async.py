@@ -48,7 +48,8 @@ def _check_views(api: str, views, chunk: int) -> None:
         nb = other.shape[-1] * other.itemsize // chunk
         if na != nb:
             raise rt.violation(
-                api, _rules.chunk_counts_differ(a_name=fname, a=na, b_name=oname, b=nb))
+                api, _rules.chunk_counts_differ(a_name=fname, a_dtype=first.dtype, a=na,
+                                                b_name=oname, b_dtype=other.dtype, b=nb))
 
 
 # --- destinations in flight ------------------------------------------------------------

@@ -234,3 +234,38 @@ def test_constant_means_numba_literal(expr, refused):
     else:
         k[1, 16](A, out)
         np.testing.assert_array_equal(out[:16], A[:16])
+
+
+# --- chunk rules name what to change ----------------------------------------------------
+
+
+@cuda.jit
+def rows_into_tile(A, out, off):
+    sh = cuda.shared.array((32, 4), np.float32, alignment=16)
+    t = cuda.threadIdx.x
+    if off == 0:
+        ac.cp_async(sh[t, :], A[t, 0:2], 16)  # float64 rows of 16 bytes: 1 chunk each
+    elif off == 1:
+        ac.cp_async(sh[t, :], A[t, 0:4], 16)  # BUG: 32 bytes of float64 into 16 of float32
+    else:
+        ac.cp_async(sh[t, 1:3], A[t, 0:1], 8)  # BUG: dst starts 4 bytes into an 8-byte chunk
+    ac.wait_all()
+    cuda.syncthreads()
+    out[t, 0] = sh[t, 0]
+
+
+def test_chunk_counts_name_the_dtypes():
+    A = np.arange(32 * 4, dtype=np.float64).reshape(32, 4)
+    with pytest.raises(ac.sim.SimulatorError,
+                       match=re.escape("cp_async: chunk counts differ: `dst` (float32) has 1 "
+                                       "chunks per row, `src` (float64) has 2")):
+        rows_into_tile[1, 32](A, np.zeros((32, 4), np.float32), 1)
+
+
+def test_misaligned_chunk_hints_alignment():
+    A = np.arange(32 * 4, dtype=np.float64).reshape(32, 4)
+    with pytest.raises(ac.sim.SimulatorError,
+                       match=r"cp_async: a chunk of `dst` is not 8-byte aligned \(base 0x[0-9a-f]+\); "
+                             r"start views at a multiple of 8 bytes and align shared arrays with "
+                             r"cuda\.shared\.array\(\.\.\., alignment=\.\.\.\)"):
+        rows_into_tile[1, 32](A, np.zeros((32, 4), np.float32), 2)
