@@ -17,6 +17,7 @@ from __future__ import annotations
 from .. import fence as _dev
 from . import _numba_sim_internals as _nbsim
 from . import _runtime as rt
+from . import proxy as _proxy
 from ._mirror import mirrors
 
 
@@ -29,6 +30,7 @@ def fence_proxy_async(space=None):
         th, blk = rt.current("fence_proxy_async")
         with blk.cond:
             rt.fence_inits(th, blk)
+            _proxy.fenced(blk)
 
 
 @mirrors(_dev.fence_mbarrier_init, "orders this thread's earlier ``mbarrier_init`` calls.")

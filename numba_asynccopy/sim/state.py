@@ -283,6 +283,8 @@ class Barrier:
             bar.settle(blk)  # no-op while the phase is completing
 
         op.then.insert(0, done)
+        if op.pieces and "async_write" in EVENTS:  # an async-proxy write (sim/proxy.py)
+            op.then.append(lambda o: EVENTS.emit("async_write", blk, o))
         self.deferred.append(op)
         if eager():
             op.land()
