@@ -252,6 +252,9 @@ class ClusterRun(Slots):
         self._fail(err, None)
 
     def _deadlock_text(self, msgs: list) -> str:
+        """Every blocked wait of a deadlock in one message, the root cause (a
+        barrier whose arrivals are all in but whose transaction bytes never
+        come) first, then the waits it starves, by block and thread."""
         groups: dict = {}
         # the root cause first (a barrier starved of transaction bytes that no
         # blocked thread can bring), then the waits it starves, by block and thread
