@@ -88,7 +88,8 @@ def check_runtime_scalar(ty, api: str, name: str, kinds=(types.Integer,)):
     base = getattr(ty, "literal_type", ty)
     if not isinstance(base, kinds):
         want = " or ".join(k.__name__.lower() for k in kinds)
-        raise TypingError(f"{api}: `{name}` must be a {want} value, got {ty}")
+        article = "an" if want[0] in "aeiou" else "a"
+        raise TypingError(f"{api}: `{name}` must be {article} {want} value, got {ty}")
 
 
 def itemsize(dtype) -> int:
@@ -269,7 +270,8 @@ def check_chunk_views(context, builder, api: str, views, chunk: int, align: int 
                                                b_name=other.name, b="%lld"), [a, b])
         na, nb = first.nchunks(builder, chunk), other.nchunks(builder, chunk)
         trap_if(context, builder, builder.icmp_unsigned("!=", na, nb), api,
-                _rules.chunk_counts_differ(a_name=first.name, a="%lld", b_name=other.name, b="%lld"),
+                _rules.chunk_counts_differ(a_name=first.name, a_dtype=first.ty.dtype, a="%lld",
+                                           b_name=other.name, b_dtype=other.ty.dtype, b="%lld"),
                 [na, nb])
 
 

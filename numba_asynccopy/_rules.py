@@ -106,12 +106,15 @@ row_not_whole_chunks = _rule(
     "row_not_whole_chunks",
     "the last axis of `{name}` ({row} bytes) is not a whole number of {chunk}-byte chunks")
 chunk_misaligned = _rule(
-    "chunk_misaligned", "a chunk of `{name}` is not {align}-byte aligned (base {base})")
+    "chunk_misaligned", "a chunk of `{name}` is not {align}-byte aligned (base {base}); start "
+    "views at a multiple of {align} bytes and align shared arrays with "
+    "cuda.shared.array(..., alignment=...)")
 repeat_axis_differs = _rule(
     "repeat_axis_differs", "repeat axis {axis} differs: `{a_name}` has {a}, `{b_name}` has {b}")
 chunk_counts_differ = _rule(
     "chunk_counts_differ",
-    "chunk counts differ: `{a_name}` has {a} chunks per row, `{b_name}` has {b}")
+    "chunk counts differ: `{a_name}` ({a_dtype}) has {a} chunks per row, `{b_name}` "
+    "({b_dtype}) has {b}")
 
 # Bulk copies.
 bulk_size_multiple = _rule(

@@ -818,4 +818,4 @@ _checked.declare("cp_async_bulk_cluster", "mbar", "`mbar` is not a local shared-
 _checked.declare("cp_async_bulk_cluster", "mbar", _rules.not_aligned, name="mbar", align=8,
                  addr="…")
 _checked.declare("cp_async_bulk_cluster", "dst, src", _rules.chunk_counts_differ, a_name="src",
-                 a="…", b_name="dst", b="…")
+                 a_dtype="…", a="…", b_name="dst", b_dtype="…", b="…")

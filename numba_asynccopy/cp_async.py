@@ -401,8 +401,8 @@ for _name in ("dst", "src"):
                      base="…")
 _checked.declare("cp_async", "dst, src", _rules.repeat_axis_differs, axis="k", a_name="dst",
                  a="…", b_name="src", b="…")
-_checked.declare("cp_async", "dst, src", _rules.chunk_counts_differ, a_name="dst", a="…",
-                 b_name="src", b="…")
+_checked.declare("cp_async", "dst, src", _rules.chunk_counts_differ, a_name="dst", a_dtype="…",
+                 a="…", b_name="src", b_dtype="…", b="…")
 _checked.declare("cp_async", "src_size", _rules.src_size_outside, size="…", chunk="chunk_bytes")
 _checked.declare("wait_group", "n", _rules.wait_count_negative, count="…")
 _checked.declare("createpolicy_fractional", "fraction", _rules.fraction_range, fraction="…")

@@ -258,7 +258,7 @@ def describe(interface: dict, box: Sequence[int], *, swizzle: int | None = None,
         if not 1 <= b <= 256:
             _fail("box", f"[{axis}]={b} is outside 1..256")
     inner = box_t[-1] * isz
-    if interleave is None and inner % 16:
+    if inner % 16:  # interleaved maps too: the driver refuses an 8- or 12-byte inner box
         _fail("box", f"[-1]={box_t[-1]} spans {inner} bytes; the innermost box extent must "
               "span a multiple of 16 bytes")
     if interleave is None and swizzle is not None and inner > swizzle:

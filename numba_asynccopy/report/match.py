@@ -30,10 +30,12 @@ class Instruction:
     opcode: str
     count: int
     form: str | None  # key of the forms-table row, None when no row names it
-    api: str | None  # public function(s) that emit it
+    api: str | None  # the calls of the kernel that emitted it (else every function that may)
     min_ptx: str | None
     min_sm: int | None
     arch: str = ""  # an arch-specific target's suffix ("a": sm_90a)
+    #: the package inserted it inside this call (the kernel never calls one of its functions)
+    inserted_by: str | None = None
 
     @property
     def target(self) -> str | None:
@@ -99,19 +101,61 @@ def parse_ptx(ptx: str) -> tuple[list[PtxLine], dict[str, Form | None]]:
     return lines, sreg_forms
 
 
+_CALL = re.compile(r"\bac\.((?:pipeline\.)?\w+)\s*\(")
+
+
+def _calls(pls: list[PtxLine]) -> list[str]:
+    """The package calls (``cp_async``, ``pipeline.producer_commit``) on the
+    source lines of ``pls``, first-seen order."""
+    return list(dict.fromkeys(c for pl in pls for c in _CALL.findall(pl.source or "")))
+
+
+def _owns_other(call: str, opcode: str, lines: list[PtxLine]) -> bool:
+    """``call`` emits, on the lines where ``opcode`` is, another instruction
+    whose row is its own (the row's first function)."""
+    here = {(pl.file, pl.line) for pl in lines if pl.opcode == opcode}
+    for pl in lines:
+        if pl.opcode != opcode and (pl.file, pl.line) in here:
+            rows = match_forms(pl.opcode)
+            if rows and rows[0].apis and rows[0].apis[0] == call:
+                return True
+    return False
+
+
 def tally(lines: list[PtxLine], sreg_forms: dict[str, Form | None]) -> list[Instruction]:
     """One :class:`Instruction` per distinct opcode, in first-seen order,
-    with the strictest PTX ISA and sm of the rows it may belong to."""
+    with the strictest PTX ISA and sm of the rows it may belong to, and
+    the kernel's calls that emitted it: a call that is one of the row's
+    functions, else the call the package inserted it in
+    (``inserted_by``: a ``fence.proxy.tensormap`` a TMA load adds)."""
     counts = Counter(pl.opcode for pl in lines)
     out = []
     for opcode in dict.fromkeys(pl.opcode for pl in lines):  # first-seen order
         rows = [sreg_forms[opcode]] if sreg_forms.get(opcode) else match_forms(opcode)
         if rows:
             best = rows[0]
+            apis = {a.strip() for r in rows for a in r.apis}
+            calls = _calls([pl for pl in lines if pl.opcode == opcode])
+            mine = [c for c in calls if c in apis or c.rpartition(".")[2] in apis]
+            api, inserted = ", ".join(best.apis), None
+            own = best.apis[0] if best.apis else None
+            extra = [c for c in mine if c != own and _owns_other(c, opcode, lines)]
+            if extra:
+                # the call emits an instruction of its own on that line, and this one
+                # besides: the package inserted it (a TMA load's fence.proxy.tensormap)
+                api = inserted = ", ".join(extra)
+            elif mine:
+                api = ", ".join(mine)
+            elif calls:
+                # the package's function behind the call emits it (a pipeline
+                # operation's commit_group, a TMA load's tensormap fence)
+                api = ", ".join(calls)
+                inserted = ", ".join(calls) if not any(
+                    c.startswith("pipeline.") for c in calls) else None
             out.append(Instruction(
-                opcode, counts[opcode], best.key, ", ".join(best.apis),
+                opcode, counts[opcode], best.key, api,
                 max((r.min_ptx for r in rows), key=ptx_num), max(r.min_sm for r in rows),
-                max(r.arch for r in rows)))
+                max(r.arch for r in rows), inserted))
         else:
             out.append(Instruction(opcode, counts[opcode], None, None, None, None))
     return out

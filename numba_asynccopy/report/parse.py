@@ -43,7 +43,8 @@ class Resources:
     barriers: int
 
 
-_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+\d+")
+_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+\d+(?:.*\binlined_at\s+(\d+)\s+(\d+))?")
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', re.M)
 #: nothing yet of a statement but perhaps its label: a brace here opens or closes a block
 _LABEL_ONLY = re.compile(r"\s*(?:\$?[\w.]+:\s*)?$")
@@ -103,6 +104,10 @@ def _source_name(path: str) -> str:
     return path
 
 
+def _in_package(path: str) -> bool:
+    return os.path.abspath(path).startswith(_PKG_DIR + os.sep)
+
+
 def located_statements(ptx: str) -> Iterator[tuple[str, str, str | None, int | None]]:
     """(text, opcode, source file, source line) of every instruction of ``ptx``, in order."""
     files = {int(n): _source_name(p) for n, p in _FILE.findall(ptx)}
@@ -111,7 +116,12 @@ def located_statements(ptx: str) -> Iterator[tuple[str, str, str | None, int | N
         m = _LOC.match(raw)
         if m:
             n, ln = int(m.group(1)), int(m.group(2))
-            cur = (files.get(n), ln or None)
+            f = files.get(n)
+            if m.group(3) and f and _in_package(f):
+                # a line of the package inlined into the user's code: the user's call
+                n, ln = int(m.group(3)), int(m.group(4))
+                f = files.get(n)
+            cur = (f, ln or None)
             continue
         for text, opcode in statements(raw):
             yield text, opcode, cur[0], cur[1]

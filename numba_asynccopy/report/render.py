@@ -100,7 +100,13 @@ class InspectReport:
     def _summary(self) -> list[tuple[str, str]]:
         rows = []
         if self.min_sm is not None:
-            rows.append(("needs", f"{self.min_target}, PTX ISA {self.min_ptx}"))
+            need = f"{self.min_target}, PTX ISA {self.min_ptx}"
+            ins = [i for i in self.instructions if i.inserted_by and i.min_ptx == self.min_ptx]
+            if ins and not any(i.min_ptx == self.min_ptx for i in self.instructions
+                               if not i.inserted_by):
+                i = ins[0]  # the newest ISA comes from an instruction the kernel never wrote
+                need += f" (for {i.opcode}, which ac.{i.inserted_by} inserts)"
+            rows.append(("needs", need))
         else:
             rows.append(("needs", "no asynchronous instructions found"))
         if self.cluster:
@@ -141,6 +147,8 @@ class InspectReport:
             for i in self.instructions:
                 sm = i.target or "?"
                 api = ", ".join(f"ac.{a.strip()}" for a in i.api.split(",")) if i.api else "(not in the forms table)"
+                if i.inserted_by:
+                    api = "inserted by " + api
                 out.append(f"  {i.count:>5}  {i.opcode:{w}}  {i.min_ptx or '?':7}  {sm:6}  {api}")
             out.append("")
             out.append("  source lines and their asynchronous PTX:")

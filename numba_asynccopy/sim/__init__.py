@@ -47,7 +47,9 @@ phase's ``expect_tx`` announced, once every arrival is in, are reported
 with the issue site of each copy of the phase; a bulk or TMA copy that
 completes on a barrier whose initialising thread did not fence the init
 (``fence_proxy_async`` on shared memory, or ``fence_mbarrier_init``) is an
-error.  ``elect_sync`` converges the warp as ``elect.sync`` does.  When a
+error.  ``elect_sync`` converges the warp as ``elect.sync`` does, and so do the
+warp shuffles, votes and matches (``cuda.shfl_*_sync``, ``cuda.*_sync``,
+``sim/warp.py``), which numba-cuda's simulator lacks.  When a
 thread stops on an error of its own, that error is raised, not the
 deadlock the other threads then run into.
 
@@ -83,6 +85,7 @@ from ..host import launch as _host_launch
 from . import _numba_sim_internals as _nbsim
 from . import engine as _engine
 from . import fence as _fence_twins
+from . import warp as _warp
 from ._runtime import (
     POISON_BYTE,
     SCHEDULES,
@@ -199,6 +202,7 @@ def install() -> None:
     _host_launch.use_simulated_launch(_engine.launch)
     if not hasattr(kernelapi.FakeCUDAModule, "syncwarp"):  # numba-cuda's simulator lacks it
         kernelapi.FakeCUDAModule.syncwarp = staticmethod(_fence_twins._syncwarp)
+    _warp.install(kernelapi.FakeCUDAModule)  # shuffles, votes, matches: missing there too
 
 
 def bind(namespace: dict) -> None:

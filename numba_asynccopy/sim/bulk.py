@@ -39,6 +39,7 @@ from . import _runtime as rt
 from ._mirror import mirrors
 from .cluster import _check_chunks, _ctx, _local, _mapped, _multicast, _rank, _remote_barrier
 from . import cp_async as _cp
+from . import proxy as _proxy
 from .cp_async import _bytes
 from .cp_async import _check_views as _check_chunk_views
 
@@ -125,6 +126,9 @@ class BulkOp(rt.AsyncOp):
             dst[...] = rt.POISON_BYTE
 
     def read(self) -> None:
+        """A bulk store or reduction reads its shared source once, and that
+        source must still hold what it held at issue (a write in between
+        raced with the copy: on the GPU it reads either data)."""
         if self.payloads is not None:
             return
         now = [s.copy() for s in self.sources]
@@ -172,6 +176,8 @@ def _complete_at_exit(blk: rt.BlockState) -> None:
 def _issue(th: rt.ThreadState, blk: rt.BlockState, op: BulkOp) -> None:
     """Record ``op`` in the thread's uncommitted bulk group."""
     with blk.cond:
+        for s in op.sources:  # the async proxy reads them: fenced after ordinary stores?
+            _proxy.check_source(op.api, blk, s)
         if rt.eager():
             op.land()
         else:

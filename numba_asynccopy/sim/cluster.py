@@ -661,7 +661,8 @@ def _check_chunks(api: str, views, chunk: int, align: int) -> None:
         na = first.shape[-1] * first.itemsize // chunk
         nb = other.shape[-1] * other.itemsize // chunk
         if na != nb:
-            raise rt.violation(api, _rules.chunk_counts_differ(a_name=fname, a=na, b_name=oname, b=nb))
+            raise rt.violation(api, _rules.chunk_counts_differ(
+                a_name=fname, a_dtype=first.dtype, a=na, b_name=oname, b_dtype=other.dtype, b=nb))
 
 
 def _multicast(api: str, mask, d: np.ndarray, b: np.ndarray, payload: np.ndarray,

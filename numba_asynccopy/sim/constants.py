@@ -7,8 +7,9 @@ refuses the second one (the PTX operand is an immediate).  To refuse it
 too, with the compile-time error's words, this module reads the kernel's
 source at the call: an argument that depends on a kernel parameter, an
 array element, ``cuda.threadIdx``/``blockIdx``/..., a function call, a loop
-variable or a variable assigned more than once is a run-time value (Numba
-types it so), and the device intrinsic's typing is run again with that
+variable, a variable assigned more than once, or arithmetic on a name
+(``COLS * 4``: Numba folds no arithmetic; only what CPython folds itself,
+``4 * 4``, stays a literal) is a run-time value (Numba types it so), and the device intrinsic's typing is run again with that
 argument's run-time type.  An error it raises that asks for a constant is
 the error the GPU compile would raise.
 
@@ -130,10 +131,26 @@ def _runtime_locals(fn: ast.FunctionDef) -> set[str]:
     return runtime
 
 
+def _folded(n) -> bool:
+    """CPython folds this expression into one constant before Numba sees it
+    (``4 * 4``, ``-16``, ``(1, 2)``): arithmetic on literals only."""
+    if isinstance(n, ast.Constant):
+        return True
+    if isinstance(n, ast.BinOp):
+        return _folded(n.left) and _folded(n.right)
+    if isinstance(n, ast.UnaryOp):
+        return _folded(n.operand)
+    if isinstance(n, ast.Tuple):
+        return all(_folded(e) for e in n.elts)
+    return False
+
+
 def _is_runtime(expr, runtime: set[str]) -> bool:
     for n in ast.walk(expr):
         if isinstance(n, ast.Name) and n.id in runtime:
             return True
+        if isinstance(n, (ast.BinOp, ast.UnaryOp)) and not _folded(n):
+            return True  # Numba folds no arithmetic: `COLS * 4` is a run-time int64
         if isinstance(n, (ast.Subscript, ast.Call)):
             return True
         if isinstance(n, ast.Attribute):

@@ -48,7 +48,8 @@ def _check_views(api: str, views, chunk: int) -> None:
         nb = other.shape[-1] * other.itemsize // chunk
         if na != nb:
             raise rt.violation(
-                api, _rules.chunk_counts_differ(a_name=fname, a=na, b_name=oname, b=nb))
+                api, _rules.chunk_counts_differ(a_name=fname, a_dtype=first.dtype, a=na,
+                                                b_name=oname, b_dtype=other.dtype, b=nb))
 
 
 # --- destinations in flight ------------------------------------------------------------
@@ -121,6 +122,27 @@ def _in_flight(blk) -> list:
 def _track(blk, op, views: list, site: str, reads: bool = False) -> None:
     """Record that ``op`` writes (``reads``: reads) the shared ``views`` until it lands."""
     _in_flight(blk).append((op, views, site, reads))
+
+
+@rt.EVENTS.on("block_exit")
+def _check_landed_at_exit(blk) -> None:
+    """A copy into this block's shared memory that nothing waited for is
+    still in flight when the block exits: on the GPU it writes the shared
+    memory of a block that is gone, and what it brought is never read (a
+    missing wait_group, or a missing wait on its barrier's phase)."""
+    for op, views, site, reads in _in_flight(blk):
+        if reads or op.landed:
+            continue
+        b = op.barrier
+        how = (f"a wait on {b.name()} for phase {b.phase}" if b is not None else
+               "wait_group / wait_all in the issuing thread, or a wait on the barrier its "
+               "cp_async_mbarrier_arrive arrives on")
+        p = blk.point
+        raise rt.SimulatorError(
+            f"{rt.SIM_PREFIX}block ({p[0]},{p[1]},{p[2]}) exited with a copy still in flight: "
+            f"{site} still writes {rt.describe_shared(rt.address(views[0]))} and nothing "
+            f"waited for it ({how} is missing; a thread that released the slot or read the "
+            "data without that wait read it before it landed)")
 
 
 def _check_reuse(api: str, name: str, blk, views: list) -> None:

@@ -35,6 +35,7 @@ from ..host.launch import _WHAT, ClusterLaunchError, check_cluster_shape, check_
 from . import _numba_sim_internals as _nbsim
 from .errors import SIM_PREFIX, DeadlockError, SimulatorError, acting_as, acting_thread, where
 from .events import Events, Slots
+from .progress import Progress
 
 
 class _Waiter:
@@ -59,6 +60,8 @@ class LaunchInfo:
         self.explicit = explicit
         self.kernel_fn = kernel_fn
         self.done: set = set()
+        self.progress = Progress(getattr(kernel_fn, "__name__", "kernel"),
+                                 int(np.prod(self.grid)))
 
     def cluster_of(self, point: tuple) -> tuple:
         return tuple(p // c for p, c in zip(point, self.cluster))
@@ -236,7 +239,7 @@ class ClusterRun(Slots):
                     w.on_deadlock()
                 soft.append(w)
             except DeadlockError as e:
-                msgs.append((w.thread, str(e)))
+                msgs.append((w.thread, str(e), getattr(e, "root_cause", False)))
             except Exception as e:  # noqa: BLE001 - reported as the launch's failure
                 self._fail(e, e.__traceback__)
                 return
@@ -249,9 +252,15 @@ class ClusterRun(Slots):
         self._fail(err, None)
 
     def _deadlock_text(self, msgs: list) -> str:
+        """Every blocked wait of a deadlock in one message, the root cause (a
+        barrier whose arrivals are all in but whose transaction bytes never
+        come) first, then the waits it starves, by block and thread."""
         groups: dict = {}
-        msgs = sorted(msgs, key=lambda tm: (tuple(tm[0].blockIdx)[::-1], tm[0].thread_id))
-        for t, m in msgs:
+        # the root cause first (a barrier starved of transaction bytes that no
+        # blocked thread can bring), then the waits it starves, by block and thread
+        msgs = sorted(msgs, key=lambda tm: (not tm[2], tuple(tm[0].blockIdx)[::-1],
+                                            tm[0].thread_id))
+        for t, m, _ in msgs:
             key = m.replace(" " + where(t), "")
             if self.clustered:
                 key = key.replace("every thread of the block is blocked",
@@ -511,6 +520,7 @@ def block_run(mgr, grid_point, *args) -> None:
                 blk.at_exit(p)
     finally:
         _nbsim.free_blocks(points)
+    info.progress.blocks_done(len(points))
 
 
 def cluster_of_thread(t=None) -> ClusterRun | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from .. import fence as _dev
 from . import _numba_sim_internals as _nbsim
 from . import _runtime as rt
+from . import proxy as _proxy
 from ._mirror import mirrors
 
 
@@ -29,6 +30,7 @@ def fence_proxy_async(space=None):
         th, blk = rt.current("fence_proxy_async")
         with blk.cond:
             rt.fence_inits(th, blk)
+            _proxy.fenced(blk)
 
 
 @mirrors(_dev.fence_mbarrier_init, "orders this thread's earlier ``mbarrier_init`` calls.")
@@ -51,6 +53,7 @@ class _Election:
         self.mask, self.line = mask, line
         self.arrived = 0  # lanes that reached it (bit per lane)
         self.leader: int | None = None  # set when it completes
+        self.values: dict = {}  # lane -> the value it brought (shuffles, votes, matches)
 
 
 def _warp_lanes(blk, warp_base: int) -> list:
@@ -89,11 +92,18 @@ class Meetings:
 
 
 def _converge(api: str, instr: str, mask, same_site: bool = False) -> tuple[int, int]:
+    """:func:`meet` without values: (this lane, the lowest lane that came)."""
+    lane, e = meet(api, instr, mask, same_site=same_site)
+    return lane, e.leader
+
+
+def meet(api: str, instr: str, mask, value=None, same_site: bool = False) -> tuple[int, _Election]:
     """Every lane of ``mask`` (that exists and has not exited) meets at this
     ``instr`` (``elect.sync``, ``bar.warp.sync``) before any goes on; returns
     (this lane, the lowest lane that came).  ``same_site``: the lanes must
     execute the same instruction (an ``.aligned`` form), not just the same
-    kind."""
+    kind.  Returns (this lane, the completed meeting): ``arrived`` has a bit
+    per lane that came, ``values`` each one's ``value``."""
     line = rt.caller_line()
     th, blk = rt.current(api)
     m = int(mask) & 0xFFFFFFFF
@@ -124,6 +134,7 @@ def _converge(api: str, instr: str, mask, same_site: bool = False) -> tuple[int,
         if e is None:
             e = open_[m] = _Election(m, line)
         e.arrived |= 1 << lane
+        e.values[lane] = value
         lanes = _warp_lanes(blk, warp_base)
 
         def missing() -> int:
@@ -156,7 +167,7 @@ def _converge(api: str, instr: str, mask, same_site: bool = False) -> tuple[int,
         done.describe = lambda: f"{instr} (`mask`=0x{m:08x}, warp {warp_base // 32})"
         blk.changed()
         blk.block_until(done, deadlock)
-        return lane, e.leader
+        return lane, e
 
 
 def _syncwarp(mask=0xFFFFFFFF) -> None:

@@ -211,10 +211,15 @@ def _blocking_wait(api: str, pipe, state, k: int, parity: int, side: str) -> Non
                 second += _releases_by_cta(pipe, blk, empty)
                 p = blk.point
                 who, at = "cluster", f" in CTA {blk.cluster.rank_of(p)} (block ({p[0]},{p[1]},{p[2]}))"
-            raise rt.deadlock(blk,
+            pend, tx = b.outstanding()
+            starved = (f" (starved: every arrival is in but {tx} announced transaction bytes "
+                       "never come)") if pend == 0 and tx > 0 else ""
+            err = rt.deadlock(blk,
                 f"{rt.SIM_PREFIX}pipeline {api}: deadlock: every thread of the {who} is blocked "
                 f"and {_where(api, pipe, state)}{at} can never become {side}: its full barrier is in "
-                f"{full.report()}{second}; waiting at {line} {rt.where()}")
+                f"{full.report()}{starved}{second}; waiting at {line} {rt.where()}")
+            err.root_cause = bool(starved)  # first in the launch's DeadlockError
+            raise err
 
         done = _mb._done_fn(b, blk, True, parity)
         done.line = line

@@ -20,6 +20,7 @@ from typing import Callable
 import numpy as np
 
 from .. import _rules
+from .. import checked as _checked
 from . import _numba_sim_internals as _nbsim
 from ._numba_sim_internals import address
 from .errors import SIM_PREFIX, SimulatorError, caller_line, violation, where
@@ -86,6 +87,9 @@ class BlockState(Slots):
     barrier, so the CTAs of a cluster share one lock."""
 
     def __init__(self, mgr):
+        # the mode a GPU compile of this kernel reads: a bad
+        # NUMBA_ASYNCCOPY_CHECKED is the same ValueError here as there
+        _checked.is_checked()
         self.mgr = mgr
         self.cluster = getattr(mgr, "_ac_cluster", None)
         self.cond = self.cluster.cond if self.cluster is not None else \
@@ -279,6 +283,8 @@ class Barrier:
             bar.settle(blk)  # no-op while the phase is completing
 
         op.then.insert(0, done)
+        if op.pieces and "async_write" in EVENTS:  # an async-proxy write (sim/proxy.py)
+            op.then.append(lambda o: EVENTS.emit("async_write", blk, o))
         self.deferred.append(op)
         if eager():
             op.land()

@@ -163,7 +163,7 @@ def test_fence_proxy_tensormap_checks_the_map_is_global():
     ("out[0] = ac.mbarrier_try_wait(bars[0:], v, 1 << 32)",
      "mbarrier_try_wait: `suspend_hint_ns`=4294967296 is outside 0..4294967295"),
     ("out[0] = ac.mbarrier_try_wait(bars[0:], v, 1.5)",
-     "mbarrier_try_wait: `suspend_hint_ns` must be a integer value"),
+     "mbarrier_try_wait: `suspend_hint_ns` must be an integer value"),
 ])
 def test_hint_constants_are_compile_time_errors(body, message):
     with pytest.raises(Exception) as e:

@@ -125,7 +125,10 @@ def test_mbarrier_pipeline_needs_sm90_and_names_each_form():
     assert r.static_shared_bytes == 2 * 8 * 2 + 2 * 32 * 4 * 4
     text = str(r)
     assert "needs:          sm_90, PTX ISA 8.0" in text
-    assert "ac.mbarrier_try_wait_parity" in text and "ac.mbarrier_wait_parity(full[s:], phase)" in text
+    # the API column names the kernel's call that emitted it (not every function that may)
+    row = next(ln for ln in text.splitlines() if "mbarrier.try_wait.parity" in ln and "sm_" in ln)
+    assert row.rstrip().endswith("ac.mbarrier_wait_parity"), row
+    assert "ac.mbarrier_wait_parity(full[s:], phase)" in text
     html = r._repr_html_()
     assert "<table>" in html and "mbarrier.try_wait.parity.shared::cta.b64" in html
     assert "phase ^ 1" in html  # source text, escaped into <pre>
@@ -304,3 +307,51 @@ def test_simulator_mode_ships_device_functions(monkeypatch):
     monkeypatch.setattr(rcompile, "_simulator_on", lambda: True)
     r = ac.inspect(make_staged_copy(2, 16, 256), *SIGNATURE, cc=(9, 0))
     assert {pl.text for pl in r.lines if pl.opcode == "cp.async.wait_group"} == {"cp.async.wait_group 1"}
+
+
+def _tma_load(tmap, out):
+    bar = cuda.shared.array(1, np.uint64)
+    tile = cuda.shared.array((8, 32), np.float32, alignment=128)
+    if cuda.threadIdx.x == 0:
+        ac.mbarrier_init(bar[0:], 1)
+        ac.fence_proxy_async("shared::cta")
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0:
+        ac.mbarrier_arrive_expect_tx(bar[0:], 1024)
+        ac.cp_async_bulk_tensor_load(tile, tmap, (0, 0), bar[0:])
+    ac.mbarrier_wait_parity(bar[0:], 0)
+    out[cuda.threadIdx.x] = tile[0, cuda.threadIdx.x]
+
+
+def test_inserted_instruction_is_marked_with_its_requirement():
+    r = ac.inspect(_tma_load, types.uint64[::1], types.float32[::1])
+    text = str(r)
+    fence = next(i for i in r.instructions if i.opcode.startswith("fence.proxy.tensormap"))
+    assert fence.inserted_by == "cp_async_bulk_tensor_load" and fence.min_ptx == "8.3"
+    assert ("needs:          sm_90, PTX ISA 8.3 (for fence.proxy.tensormap::generic.acquire.sys, "
+            "which ac.cp_async_bulk_tensor_load inserts)") in text, text
+    row = next(ln for ln in text.splitlines() if "fence.proxy.tensormap" in ln and "  8.3  " in ln)
+    assert row.rstrip().endswith("inserted by ac.cp_async_bulk_tensor_load"), row
+    load = next(i for i in r.instructions if i.opcode.startswith("cp.async.bulk.tensor"))
+    assert load.api == "cp_async_bulk_tensor_load" and load.inserted_by is None
+
+
+def _group_pipeline(A, B):
+    sh = cuda.shared.array((2, 64, 4), np.float32, alignment=16)
+    pipe = ac.pipeline.group_pipeline(2)
+    st = ac.pipeline.producer_start(pipe)
+    ac.pipeline.producer_acquire(pipe, st)
+    ac.cp_async(sh[0, cuda.threadIdx.x, :], A[cuda.threadIdx.x, :], 16)
+    ac.pipeline.producer_commit(pipe, st)
+    ac.pipeline.consumer_wait(pipe, st)
+    B[cuda.threadIdx.x] = sh[0, cuda.threadIdx.x, 0]
+
+
+def test_pipeline_operations_are_attributed_to_the_users_lines():
+    r = ac.inspect(_group_pipeline, types.float32[:, ::1], types.float32[::1])
+    listing = r.source_listing()
+    assert "pipeline.py" not in listing, listing
+    assert "ac.pipeline.producer_commit(pipe, st)\n    cp.async.commit_group" in listing, listing
+    apis = {i.opcode: i.api for i in r.instructions}
+    assert apis["cp.async.commit_group"] == "pipeline.producer_commit", apis
+    assert apis["cp.async.wait_group"] == "pipeline.consumer_wait", apis

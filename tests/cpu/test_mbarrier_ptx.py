@@ -185,15 +185,15 @@ def test_every_form_marks_side_effects_and_memory_clobber():
     ("ac.mbarrier_wait_parity(bars[0:], 2)", "mbarrier_wait_parity: `parity`=2 must be 0 or 1"),
     ("ac.mbarrier_expect_tx(bars[0:], 1 << 20)", "mbarrier_expect_tx: `nbytes`=1048576 is outside 0..1048575"),
     ("ac.mbarrier_arrive_expect_tx(bars[0:], 1.5)",
-     "mbarrier_arrive_expect_tx: `nbytes` must be a integer value, got float64"),
+     "mbarrier_arrive_expect_tx: `nbytes` must be an integer value, got float64"),
     ("ac.mbarrier_expect_tx(bars[0:], 16, sem='relaxed')",
      "mbarrier_expect_tx: got an unexpected keyword argument 'sem'"),
-    ("ac.mbarrier_wait(bars[0:], out)", "mbarrier_wait: `state` must be a integer value"),
+    ("ac.mbarrier_wait(bars[0:], out)", "mbarrier_wait: `state` must be an integer value"),
     ("ac.cp_async_mbarrier_arrive(bars[0:], noinc=n > 1)",
      "cp_async_mbarrier_arrive: `noinc` must be a compile-time constant (bool literal)"),
     ("ac.fence_proxy_async('shared')",
      "fence_proxy_async: `space`='shared' is not supported; allowed: 'global', 'shared::cta', 'shared::cluster'"),
-    ("ac.elect_sync(out)", "elect_sync: `mask` must be a integer value"),
+    ("ac.elect_sync(out)", "elect_sync: `mask` must be an integer value"),
     ("ac.mbarrier_arrive(bars[0:], 1, 'release')", "mbarrier_arrive: too many positional arguments"),
 ])
 def test_validation_errors(stmt, message):

@@ -123,8 +123,11 @@ PINNED: dict[str, list[tuple[dict, str]]] = {
     ],
     "chunk_misaligned": [
         (dict(name="src", align=16, base="0x7f0008"),
-         "a chunk of `src` is not 16-byte aligned (base 0x7f0008)"),
-        (dict(name="dst", align=16, base="%p"), "a chunk of `dst` is not 16-byte aligned (base %p)"),
+         "a chunk of `src` is not 16-byte aligned (base 0x7f0008); start views at a multiple of "
+         "16 bytes and align shared arrays with cuda.shared.array(..., alignment=...)"),
+        (dict(name="dst", align=16, base="%p"),
+         "a chunk of `dst` is not 16-byte aligned (base %p); start views at a multiple of "
+         "16 bytes and align shared arrays with cuda.shared.array(..., alignment=...)"),
     ],
     "repeat_axis_differs": [
         (dict(axis=0, a_name="dst", a=4, b_name="src", b=8),
@@ -133,10 +136,10 @@ PINNED: dict[str, list[tuple[dict, str]]] = {
          "repeat axis 1 differs: `dst` has %lld, `src` has %lld"),
     ],
     "chunk_counts_differ": [
-        (dict(a_name="dst", a=2, b_name="src", b=1),
-         "chunk counts differ: `dst` has 2 chunks per row, `src` has 1"),
-        (dict(a_name="dst", a="%lld", b_name="src", b="%lld"),
-         "chunk counts differ: `dst` has %lld chunks per row, `src` has %lld"),
+        (dict(a_name="dst", a_dtype="float32", a=1, b_name="src", b_dtype="float64", b=2),
+         "chunk counts differ: `dst` (float32) has 1 chunks per row, `src` (float64) has 2"),
+        (dict(a_name="dst", a_dtype="float32", a="%lld", b_name="src", b_dtype="float64", b="%lld"),
+         "chunk counts differ: `dst` (float32) has %lld chunks per row, `src` (float64) has %lld"),
     ],
     "pipeline_where": [
         (dict(slot=2, step=5, phase=0, pipeline="tma pipeline (3 stages, 1 copy per stage, 32 consumers)"),

@@ -424,7 +424,8 @@ VIOLATIONS = {
         "cp_async_bulk_cluster: a chunk of `src` is not 16-byte aligned"),
     "chunk_counts": (
         "ac.cp_async_bulk_cluster(dst8[0:256], src8[0:512], 256, bar, 1)",
-        "cp_async_bulk_cluster: chunk counts differ: `src` has 2 chunks per row, `dst` has 1"),
+        "cp_async_bulk_cluster: chunk counts differ: `src` (uint8) has 2 chunks per row, `dst` (uint8) "
+        "has 1"),
     "partial_chunk": (
         "ac.cp_async_bulk_cluster(dst8[0:264], src8[0:264], 256, bar, 1)",
         "cp_async_bulk_cluster: the last axis of `src` (264 bytes) is not a whole number of 256-byte chunks"),

@@ -187,7 +187,7 @@ VIOLATIONS = {
         "ac.cp_async(sh[tid, :], A[tid, 1:5], 16)", "cp_async: a chunk of `src` is not 16-byte aligned"),
     "chunk_counts": (
         "ac.cp_async(sh[tid, :], A[tid, 0:8], 16)",
-        "cp_async: chunk counts differ: `dst` has 1 chunks per row, `src` has 2"),
+        "cp_async: chunk counts differ: `dst` (float32) has 1 chunks per row, `src` (float32) has 2"),
     "partial_chunk": (
         "ac.cp_async(sh[tid, :], A[tid, 0:5], 8, cache='ca')",
         "cp_async: the last axis of `src` (20 bytes) is not a whole number of 8-byte chunks"),

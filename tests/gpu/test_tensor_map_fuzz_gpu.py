@@ -120,7 +120,7 @@ def broken(spec: Spec, rng: np.random.Generator) -> Spec:
     kind = ["address", "address", "dim0", "dim_big", "dim_edge", "stride", "stride_big", "box0",
             "box257", "inner16", "swizzle_span", "es0", "es9", "interleave_rank", "interleave32",
             "oob_int", "rank6", "big_box", "interleave_rank3", "box_past_extent",
-            "es_past_extent"][int(rng.integers(21))]
+            "es_past_extent", "interleave_inner"][int(rng.integers(22))]
 
     def dims(d):
         return dict(global_dim=d, global_strides=c_strides(d, isz, align))
@@ -175,6 +175,12 @@ def broken(spec: Spec, rng: np.random.Generator) -> Spec:
         b0 = max(16 // isz, b0 - b0 % max(1, 16 // isz))
         box = (b0,) + (256,) * (rank - 1)
         return replace(spec, box_dim=box, element_strides=(1,) * rank, note=kind)
+    if kind == "interleave_inner" and spec.interleave is not None:
+        # an interleaved map whose inner box spans 8 or 12 bytes (16 and 32 encode)
+        spans = [n for n in (8, 12) if n % isz == 0]
+        if spans:
+            b0 = int(rng.choice(spans)) // isz
+            return replace(spec, box_dim=(b0,) + spec.box_dim[1:], note=kind)
     if kind == "interleave_rank3" and spec.interleave is not None:
         d = spec.global_dim[:3]
         return replace(spec, **dims(d), box_dim=spec.box_dim[:3], element_strides=spec.element_strides[:3],

@@ -112,9 +112,15 @@ def make_barrier_rows(wait: bool):
     return barrier_rows
 
 
-def test_missing_barrier_wait_reads_poison():
+def test_missing_barrier_wait_is_named():
+    # the rows read are poison, and the copies nothing waited for are still in
+    # flight when the block exits: that is the error
     a = rows()
-    assert (run(make_barrier_rows(False), a) == POISON_U32).all()
+    with pytest.raises(ac.sim.SimulatorError,
+                       match=r"exited with a copy still in flight: cp_async issued at .* and nothing "
+                             r"waited for it \(wait_group / wait_all in the issuing thread, or a wait on the "
+                             r"barrier its cp_async_mbarrier_arrive arrives on is missing"):
+        run(make_barrier_rows(False), a)
     np.testing.assert_array_equal(run(make_barrier_rows(True), a), np.roll(a, -1, axis=0))
 
 

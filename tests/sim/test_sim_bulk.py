@@ -123,6 +123,8 @@ def test_store_source_reuse_depends_on_the_schedule():
 
 
 def make_store_then_read(full_wait: bool):
+    read_only = not full_wait  # a constant for the kernel (`not full_wait` in it is run-time)
+
     @cuda.jit
     def store_then_read(A, B, C):
         sh = cuda.shared.array(64, np.uint32, alignment=16)
@@ -134,7 +136,7 @@ def make_store_then_read(full_wait: bool):
             ac.cp_async_bulk_s2g(B, sh)
             ac.bulk_commit_group()
             # read=True only releases the source: BUG to read B afterwards
-            ac.bulk_wait_group(0, read=not full_wait)
+            ac.bulk_wait_group(0, read=read_only)
         cuda.syncthreads()
         C[tid] = B[tid]
 
