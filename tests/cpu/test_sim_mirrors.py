@@ -33,13 +33,16 @@ def test_every_device_intrinsic_has_a_twin():
                    if n in sim._UNSUPPORTED_NAMES
                    or sim._family(n, getattr(ac, n)) in sim.UNSUPPORTED_FAMILIES}
     assert sim.supported() == sorted(set(device) - unsupported)
+    found = sim.twins()
     for name in device:
         if name in unsupported:
             continue
         # the twin sits in the simulator module of the intrinsic's family
-        module = sim._twin_module(sim._family(name, getattr(ac, name)))
-        assert module is not None, name
-        assert getattr(vars(module).get(name), "__mirrors__", None) is getattr(ac, name), name
+        twin = found.get(id(getattr(ac, name)))
+        assert twin is not None, name
+        family = sim._family(name, getattr(ac, name))
+        assert twin.__module__ == f"numba_asynccopy.sim.{family}", (name, twin.__module__)
+        assert twin.__mirrors__ is getattr(ac, name), name
 
 
 @pytest.mark.parametrize("module,name", TWINS, ids=lambda x: x if isinstance(x, str) else "")
