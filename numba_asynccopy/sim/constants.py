@@ -28,6 +28,7 @@ from __future__ import annotations
 import ast
 import inspect
 import os
+import re
 import sys
 import textwrap
 import threading
@@ -72,6 +73,7 @@ def _kernel_frame():
 # a simulated block's threads reach a call together: CPython 3.11's ast.parse
 # is not safe to run in two threads at once (its recursion-depth bookkeeping)
 _parse_lock = threading.Lock()
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def _function(code) -> tuple | None:
@@ -267,7 +269,8 @@ def runtime_value_violation(intrinsic: Any, targs: tuple, tkw: dict, args: tuple
         # checked mode's words (the constant rule, 0..15, is the compiler's)
         return PROCEED
     api = device_function(intrinsic).__name__
-    text = str(err)
+    # Numba highlights its errors with ANSI codes where colorama is installed
+    text = _ANSI.sub("", str(err))
     return violation(api, text[len(api) + 2:] if text.startswith(f"{api}: ") else text)
 
 
