@@ -194,7 +194,12 @@ def broken(spec: Spec, rng: np.random.Generator) -> Spec:
                 return replace(spec, note=f"{kind} (not applicable: valid)")
         else:
             b = spec.global_dim[i] + 1
-        return replace(spec, box_dim=spec.box_dim[:i] + (b,) + spec.box_dim[i + 1:], note=kind)
+        box = spec.box_dim[:i] + (b,) + spec.box_dim[i + 1:]
+        if int(np.prod(box)) * isz > tm.MAX_BOX_BYTES:
+            # the package's own rule (a box must fit one block's shared
+            # memory) refuses it; the driver has no such rule
+            return replace(spec, note=f"{kind} (not applicable: past shared memory)")
+        return replace(spec, box_dim=box, note=kind)
     if kind == "es_past_extent" and rank > 1:
         j = max(i, 1)
         d = spec.global_dim[:j] + (1,) + spec.global_dim[j + 1:]
