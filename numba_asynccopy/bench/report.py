@@ -129,7 +129,7 @@ def comparisons(quick: bool) -> list[Comparison]:
                            f"twin_hgemm_sm80_{dt}_{n}", 0.97),
                 # information: mma.sync cannot reach wgmma's rate on Hopper
                 Comparison(f"HGEMM sm80 {dt} {n}^3", f"numba_hgemm_sm80_{dt}_{n}",
-                           f"cublas_hgemm_{dt}_{n}", None),
+                           f"cublas_f32out_hgemm_{dt}_{n}", None),
             ]
     # tensor cores (suites_tc.py): the targets, 0.75 of cuBLAS at 4096^3, 0.80 at 8192^3
     from .suites_tc import DTYPES as _TC_DTYPES

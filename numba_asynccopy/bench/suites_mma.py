@@ -5,7 +5,7 @@ For bf16 and fp16 inputs at each size it records the Numba kernel
 (``numba_hgemm_sm80_{dtype}_{n}``), its CUDA C++ twin in the same
 configuration (``twin_hgemm_sm80_{dtype}_{n}``, ``twins_mma.cu``) and
 cuBLAS through ``torch.matmul`` with the same input dtypes and a float32
-result (``cublas_hgemm_{dtype}_{n}``: information only; mma.sync cannot
+result (``cublas_f32out_hgemm_{dtype}_{n}``: information only; mma.sync cannot
 reach wgmma's rate on Hopper).  Every row first checks its output (poisoned)
 on sampled rows against a float64 reference of the same inputs.
 """
@@ -27,7 +27,7 @@ DTYPES = ("bf16", "f16")
 
 def suite_keys(quick: bool) -> list[str]:
     return [f"{p}_{dt}_{n}" for n in SIZES["quick" if quick else "full"] for dt in DTYPES
-            for p in ("numba_hgemm_sm80", "twin_hgemm_sm80", "cublas_hgemm")]
+            for p in ("numba_hgemm_sm80", "twin_hgemm_sm80", "cublas_f32out_hgemm")]
 
 
 def _twin(twins) -> Callable:
@@ -111,7 +111,7 @@ def suite_hgemm_sm80(r: "Recorder") -> None:
                           config=cfg, reps=5 if r.quick else 10)
             except Exception as e:
                 r.fail(key, label, "cuda-c++", "TFLOP/s", f"error: {type(e).__name__}: {e}")
-            key = f"cublas_hgemm_{dt}_{n}"
+            key = f"cublas_f32out_hgemm_{dt}_{n}"
             label = f"cuBLAS {dt} GEMM {n}^3, fp32 out (torch.matmul)"
             try:
                 if torch is None:

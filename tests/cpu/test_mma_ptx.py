@@ -309,12 +309,12 @@ def test_bench_registers_the_hgemm_suite_and_its_rows():
     assert suites.SUITES["hgemm_sm80"].__name__ == "suite_hgemm_sm80"
     keys = suites.suite_keys("hgemm_sm80", quick=True)
     assert keys == [f"{p}_{dt}_1000" for dt in ("bf16", "f16")
-                    for p in ("numba_hgemm_sm80", "twin_hgemm_sm80", "cublas_hgemm")]
+                    for p in ("numba_hgemm_sm80", "twin_hgemm_sm80", "cublas_f32out_hgemm")]
     comps = {(c.subject, c.peer): c for c in report.comparisons(quick=False)}
     for dt in ("bf16", "f16"):
         for n in (4096, 8192):
             assert comps[(f"numba_hgemm_sm80_{dt}_{n}", f"twin_hgemm_sm80_{dt}_{n}")].target == 0.97
-            assert comps[(f"numba_hgemm_sm80_{dt}_{n}", f"cublas_hgemm_{dt}_{n}")].target is None
+            assert comps[(f"numba_hgemm_sm80_{dt}_{n}", f"cublas_f32out_hgemm_{dt}_{n}")].target is None
 
 
 def test_mma_store_to_shared_memory_is_st_shared():
