@@ -18,10 +18,12 @@ def k(out, n, x, A, tm, big):
     sh1 = cuda.shared.array(64, np.float32, alignment=128)
     ish = cuda.shared.array(64, np.int32, alignment=128)
     bars = cuda.shared.array(4, np.uint64, alignment=8)
+    hb = cuda.shared.array((64, 64), np.uint16, alignment=1024)
     {call}
 """
 # out: uint32[::1] (global), n: int32, x: float32, A: float32[:, ::1] (global),
-# tm: uint64[::1] (a tensor map buffer), big: int64
+# tm: uint64[::1] (a tensor map buffer), big: int64; hb: a bf16 tile (uint16 bits)
+# with 128-byte rows, for the warpgroup MMA (the kernel compiles for sm_90a)
 
 # --- the values each kind of argument never accepts -------------------------------------
 
@@ -58,6 +60,14 @@ KINDS: dict[str, list[str]] = {
     "sem_wait": NOT_A_STR_OPTION + ["'release'"],
     "scope": NOT_A_STR_OPTION + ["'gpu'"],
     "cache": NOT_A_STR_OPTION,
+    "wg_frag": ["x", "1.5", "'a'", "(x, x, x)", "n"],
+    "wg_frag_opt": ["x", "1.5", "'a'", "(x, x, x)", "n"],
+    "wg_depth": NOT_A_CONSTANT_INT + ["-1", "8"],
+    "wg_n": NOT_A_CONSTANT_INT + ["0", "4", "12", "264"],
+    "wg_reg": NOT_A_CONSTANT_INT + ["20", "233", "264"],
+    "wg_swizzle": ["16", "'a'", "1.5", "n"],
+    "wg_operand": ["x", "1.5", "'a'", "(x, x)"],
+    "wg_scale": ["0", "2", "'a'", "1.5", "n"],
     "prefetch": NOT_A_CONSTANT_INT + ["32", "512"],
     "cp_scope": NOT_A_STR_OPTION,
     "fence_space": NOT_A_STR_OPTION + ["'local'"],
@@ -259,6 +269,27 @@ CONTRACTS: dict[str, tuple[list[tuple[str, str]], dict[str, str], dict[str, str]
     "mma_store": ([("out", "A"), ("row", "0"), ("col", "0"), ("acc", "ac.mma_zeros()")], {},
                   {"out": "mma_out", "row": "origin", "col": "origin", "acc": "frag_c"}),
     "f32_to_bf16": ([("x", "x")], {}, {"x": "number"}),
+    # warpgroup MMA (sm_90a): descriptors of the bf16 tile, fragments of N = 8
+    "wgmma_fence": ([], {}, {"acc": "wg_frag_opt"}),
+    "wgmma_commit_group": ([], {}, {}),
+    "wgmma_wait_group": ([("n", "0")], {}, {"n": "wg_depth", "acc": "wg_frag_opt"}),
+    "wgmma_zero": ([("n", "8")], {}, {"n": "wg_n"}),
+    "wgmma_descriptor": ([("tile", "hb[:, 0:16]")], {"swizzle": "128"},
+                         {"tile": "view", "swizzle": "wg_swizzle", "major": "cache"}),
+    "wgmma_mma_async": ([("acc", "ac.wgmma_zero(8)"),
+                         ("a", "ac.wgmma_descriptor(hb[:, 0:16], swizzle=128)"),
+                         ("b", "ac.wgmma_descriptor(hb[0:8, 16:32], swizzle=128)")],
+                        {"dtype": "'bf16'"},
+                        {"acc": "wg_frag", "a": "wg_operand", "b": "wg_operand",
+                         "dtype": "cache", "scale_d": "bool_rt", "scale_a": "wg_scale",
+                         "scale_b": "wg_scale", "trans_a": "bool_const", "trans_b": "bool_const"}),
+    "wgmma_store": ([("acc", "ac.wgmma_zero(8)"), ("out", "A"), ("row0", "0"), ("col0", "0")], {},
+                    {"acc": "wg_frag", "out": "view", "row0": "rt_int", "col0": "rt_int",
+                     "dtype": "cache"}),
+    "wgmma_load_a": ([("a", "hb[:, 0:16]"), ("row0", "0"), ("col0", "0")], {},
+                     {"a": "view", "row0": "rt_int", "col0": "rt_int"}),
+    "setmaxnreg_inc": ([("r", "232")], {}, {"r": "wg_reg"}),
+    "setmaxnreg_dec": ([("r", "40")], {}, {"r": "wg_reg"}),
     "bf16_to_f32": ([("h", "np.uint16(n)")], {}, {"h": "bf16_bits"}),
 }
 
