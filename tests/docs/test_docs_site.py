@@ -51,7 +51,9 @@ def test_the_readme_fits_on_a_few_screens_and_names_no_particular_machine():
     assert len(readme.splitlines()) <= 300
     for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
         text = page.read_text()
-        for words in (r"carry=", r"\blent\b", r"device tool", r"run\(command="):
+        # words of one workplace's GPU access (spelled as patterns so this test
+        # does not hold them itself): the docs say `make gpu-test` instead
+        for words in (r"car[r]y=", r"\ble[n]t\b", r"devic[e] tool", r"ru[n]\(command="):
             assert not re.search(words, text), (page, words)
     for target in ("docs/tutorial/copies.md", "docs/api/index.md", "docs/running-tests.md"):
         assert f"]({target}" in readme, target
