@@ -22,6 +22,7 @@ from .host.launch import ClusterLaunchError, LaunchTypeError, launch, max_active
 from .host.im2col import conv_corners
 from .host.tensor_map import TensorMap, TensorMapTypeError
 from .report import inspect
+from .facts import cache_key as _facts_cache_key
 from .facts import install as _install_facts
 from .pragma import install as _install_pragmas
 from .pragma import pragma_nounroll
@@ -77,7 +78,7 @@ if sim.ENABLED:
     # (validation reused from the modules above), so kernels run unchanged.
     sim.bind(globals())
 else:
-    _patch_cache_key(_checked.cache_key)
+    _patch_cache_key(lambda: _checked.cache_key() + _facts_cache_key())
     _install_facts()  # before the pragmas: a pragma_nounroll loop's metadata is its own
     _install_pragmas()
     _host_launch.install()

@@ -26,11 +26,62 @@ sees the module:
 Nothing here changes what a kernel computes: each fact holds on every
 launch.  Negative indices keep Python's meaning; only the wraparound
 branch of an index that is provably non-negative folds away.
+
+Each fact can be left out, to measure what it buys (an A/B on a GPU), with
+the environment variable ``NUMBA_ASYNCCOPY_FACTS``, read once at import:
+unset, empty or ``all`` gives every fact; ``none`` gives none; otherwise a
+comma-separated subset of ``sreg`` (special-register ranges), ``assume``
+(extents as assumes), ``range`` (``range()`` increments without overflow)
+and ``unroll`` (no run-time unrolling).  The setting is part of the compile
+cache key.
+
+Example::
+
+    NUMBA_ASYNCCOPY_FACTS=sreg,range python my_benchmark.py   # no assumes, run-time unrolling
 """
 
 from __future__ import annotations
 
+import os
+
 from llvmlite import ir
+
+#: the environment variable that chooses the facts (read once, at import)
+FACTS_ENV = "NUMBA_ASYNCCOPY_FACTS"
+#: every fact the package can add, by the name ``NUMBA_ASYNCCOPY_FACTS`` gives it
+FACT_NAMES = ("sreg", "assume", "range", "unroll")
+
+
+def parse_facts(raw: str | None) -> frozenset[str]:
+    """The facts a value of ``NUMBA_ASYNCCOPY_FACTS`` turns on.
+
+    >>> sorted(parse_facts("range, sreg"))
+    ['range', 'sreg']
+    >>> parse_facts("none")
+    frozenset()
+    """
+    value = (raw or "").strip().lower()
+    if value in ("", "all"):
+        return frozenset(FACT_NAMES)
+    if value == "none":
+        return frozenset()
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    bad = [n for n in names if n not in FACT_NAMES]
+    if bad or not names:
+        raise ValueError(f"environment variable {FACTS_ENV}={raw!r}: unknown fact "
+                         f"{', '.join(map(repr, bad)) or repr(raw)}; use all, none or a "
+                         f"comma-separated subset of {', '.join(FACT_NAMES)}")
+    return frozenset(names)
+
+
+#: the facts this process adds (``NUMBA_ASYNCCOPY_FACTS`` at import)
+ENABLED: frozenset[str] = parse_facts(os.environ.get(FACTS_ENV))
+
+
+def cache_key() -> tuple:
+    """The part of the compile cache key the facts own: what a kernel compiled
+    under another setting would differ by."""
+    return ("facts",) + tuple(sorted(ENABLED))
 
 _I31 = 2**31 - 1
 #: special register -> [lo, hi) of its value on every launch (PTX ISA,
@@ -95,10 +146,11 @@ def _no_runtime_unroll(module: ir.Module, fn: ir.Function) -> int:
     return marked
 
 
-def apply(module: ir.Module) -> tuple[int, int, int]:
-    """Add the facts to every function defined in ``module``; returns
-    (special-register reads given a range, assumes added, loops kept from
-    run-time unrolling)."""
+def apply(module: ir.Module, enabled: frozenset[str] | None = None) -> tuple[int, int, int]:
+    """Add the facts (``enabled``, default :data:`ENABLED`) to every function
+    defined in ``module``; returns (special-register reads given a range,
+    assumes added, loops kept from run-time unrolling)."""
+    on = ENABLED if enabled is None else enabled
     sregs = assumes = loops = 0
     for fn in module.functions:
         if fn.is_declaration:
@@ -110,11 +162,14 @@ def apply(module: ir.Module) -> tuple[int, int, int]:
                 i += 1
                 if isinstance(instr, ir.CallInstr) and isinstance(instr.callee, ir.Function):
                     name = instr.callee.name
-                    if name.startswith(_SREG_PREFIX) and "range" not in instr.metadata:
+                    if ("sreg" in on and name.startswith(_SREG_PREFIX)
+                            and "range" not in instr.metadata):
                         bounds = SREG_RANGES.get(name[len(_SREG_PREFIX):])
                         if bounds is not None and isinstance(instr.type, ir.IntType):
                             instr.set_metadata("range", range_md(module, instr.type, *bounds))
                             sregs += 1
+                    continue
+                if "assume" not in on:
                     continue
                 if not isinstance(instr, ir.LoadInstr) or "range" not in instr.metadata:
                     continue
@@ -137,7 +192,8 @@ def apply(module: ir.Module) -> tuple[int, int, int]:
                 instr._ac_assumed = True
                 assumes += 1
                 i = block.instructions.index(instr) + 1
-        loops += _no_runtime_unroll(module, fn)
+        if "unroll" in on:
+            loops += _no_runtime_unroll(module, fn)
     return sregs, assumes, loops
 
 
@@ -198,7 +254,8 @@ def install() -> None:
     :func:`_range_iternext` for ``range`` loops (once)."""
     from numba.cuda.codegen import CUDACodeLibrary
 
-    install_range()
+    if "range" in ENABLED:
+        install_range()
 
     if getattr(CUDACodeLibrary.finalize, "_ac_facts", False):
         return

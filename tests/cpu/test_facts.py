@@ -20,8 +20,9 @@ import pytest
 from numba import cuda, types
 
 import numba_asynccopy as ac  # noqa: F401  (installs the facts)
-from numba_asynccopy import facts
+from numba_asynccopy import facts, toolchain
 
+from ..conftest import tool_missing
 from . import hostjit
 
 I64 = ctypes.c_int64
@@ -209,3 +210,94 @@ def test_constant_trip_loops_are_still_unrolled():
 def test_each_range_is_sound(sreg):
     lo, hi = facts.SREG_RANGES[sreg]
     assert 0 <= lo < hi <= 2**31
+
+
+# --- NUMBA_ASYNCCOPY_FACTS: each fact can be left out (the A/B that prices it) ----
+
+
+def test_the_setting_names_the_facts():
+    assert facts.parse_facts(None) == facts.parse_facts("") == facts.parse_facts(" ALL ") \
+        == frozenset(facts.FACT_NAMES) == {"sreg", "assume", "range", "unroll"}
+    assert facts.parse_facts("none") == frozenset()
+    assert facts.parse_facts("unroll, sreg") == {"sreg", "unroll"}
+    with pytest.raises(ValueError, match=r"NUMBA_ASYNCCOPY_FACTS='sreg,ranges': unknown fact 'ranges'"):
+        facts.parse_facts("sreg,ranges")
+    with pytest.raises(ValueError, match=r"unknown fact ','.*all, none or a comma-separated subset"):
+        facts.parse_facts(",")
+
+
+def test_the_setting_is_part_of_the_cache_key():
+    from numba.cuda.codegen import JITCUDACodegen
+
+    assert facts.cache_key() == ("facts", "assume", "range", "sreg", "unroll")
+    # the key numba-cuda's cache adds to its own (the extra part; the rest
+    # asks the device for its compute capability)
+    extra = [c.cell_contents for c in JITCUDACodegen.magic_tuple.__closure__ if callable(c.cell_contents)
+             and c.cell_contents is not getattr(JITCUDACodegen.magic_tuple, "__wrapped__", None)]
+    keys = [f() for f in extra if f.__name__ == "<lambda>"]
+    assert keys and keys[0][-len(facts.cache_key()):] == facts.cache_key(), keys
+
+
+def test_apply_adds_only_the_facts_it_is_given():
+    from llvmlite import ir
+
+    def module():
+        m = ir.Module()
+        fn = ir.Function(m, ir.FunctionType(ir.IntType(32), []), "f")
+        tid = ir.Function(m, ir.FunctionType(ir.IntType(32), []), "llvm.nvvm.read.ptx.sreg.tid.x")
+        b = ir.IRBuilder(fn.append_basic_block())
+        b.ret(b.call(tid, []))
+        return m
+    assert facts.apply(module(), frozenset()) == (0, 0, 0)
+    assert facts.apply(module(), frozenset({"sreg"})) == (1, 0, 0)
+    m = module()
+    facts.apply(m, frozenset({"assume", "unroll", "range"}))
+    assert "!range" not in str(m)
+
+
+_FRESH = """
+import json, re, sys
+import numba_asynccopy as ac
+from numba import cuda
+from numba.cuda.cpython import rangeobj
+from numba_asynccopy import facts, toolchain
+from numba_asynccopy.bench import idioms
+from tests.cpu.test_examples_ptx import sass_loops
+fn, sig = idioms.PORTS["slice"][:2]
+sass = toolchain.disassemble(toolchain.assemble(cuda.compile_ptx(fn, sig, cc=(9, 0))[0])[0])
+main = max(sass_loops(sass), key=len)
+stores = [re.search(r"\\[R\\d+\\.64([^\\]]*)\\]", t).group(1) for t in main if t.startswith("STG")]
+print(json.dumps({"facts": sorted(facts.ENABLED), "nsw": getattr(rangeobj.registry, "_ac_range_nsw", False),
+                  "loop": len(main), "stores": stores}))
+"""
+
+
+def _fresh(setting):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "NUMBA_ASYNCCOPY_FACTS": setting,
+           "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = subprocess.run([sys.executable, "-c", _FRESH], env=env, cwd=root, capture_output=True, text=True,
+                         timeout=300)
+    if "ToolMissing" in out.stderr:
+        tool_missing(toolchain.ToolMissing(out.stderr.strip().splitlines()[-1]))
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_process_without_the_range_fact_keeps_numbas_range_loop():
+    # measured on the H200 (benchmarks/h200-2026-12-02/ab-facts.jsonl): the
+    # slice port ran at 0.963 of nvcc with every fact and 0.986 without the
+    # range() increments.  With them NVVM strength-reduces the store address
+    # into a pointer that walks the rows (stores at -8..+4 off it, loop 39);
+    # without them it recomputes the address from the counter (0..+12, 65)
+    every = _fresh("all")
+    assert every["nsw"] and every["facts"] == ["assume", "range", "sreg", "unroll"]
+    assert every["loop"] <= 44 and every["stores"] == ["+-0x8", "+-0x4", "", "+0x4"], every
+    rest = _fresh("sreg,assume,unroll")
+    assert not rest["nsw"] and rest["facts"] == ["assume", "sreg", "unroll"]
+    assert rest["stores"] == ["", "+0x4", "+0x8", "+0xc"] and rest["loop"] > every["loop"], rest

@@ -161,3 +161,33 @@ def test_ncu_driver_needs_the_twins_library_and_covers_every_idiom(capsys):
     assert "--twins" in capsys.readouterr().err
     assert set(idi.TWIN_INDEX) == set(idi.KERNELS)
     assert {base for *_, base in idi.WHILE_FORMS.values()} <= set(idi.KERNELS)
+
+
+def _ring_loops(loops):
+    """(producer, consumer) main-loop sizes of a two-ring kernel: the
+    producer's loop copies and stores nothing, the consumer's stores and
+    copies nothing (a "loop" spanning both runs from a label in one to the
+    out-of-line retry of a barrier wait)."""
+    def has(b, op):
+        return any(t.startswith(op) for t in b)
+    producer = max(len(b) for b in loops if has(b, "LDGSTS") and not has(b, "STG"))
+    consumer = max(len(b) for b in loops if has(b, "STG") and not has(b, "LDGSTS"))
+    return producer, consumer
+
+
+def test_the_mbarrier_rewrites_locate_its_gap():
+    # bench/ab_facts.py times these beside the CUDA C++ original (H200,
+    # benchmarks/h200-2026-12-02/ab-facts.jsonl): the port 0.821, uint32
+    # counters 0.902, chunk views 0.869, both 0.985.  The SASS says why:
+    # with both, the producer and consumer loops come near nvcc's (36, 45)
+    from numba_asynccopy.bench import ab_facts
+
+    sizes = {}
+    for name, (fn, _) in ab_facts.VARIANTS.items():
+        sass, log = _sass(fn, idi.SIGNATURE)
+        assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in log, log
+        loops = sass_loops(sass)
+        sizes[name] = _ring_loops(loops)
+    p_port = _ring_loops(sass_loops(idiom_sass("mbarrier")[0]))[0]
+    assert sizes["mbarrier_u32_view"][0] <= 52 and sizes["mbarrier_u32_view"][1] <= 66, sizes
+    assert p_port > sizes["mbarrier_view"][0] > sizes["mbarrier_u32_view"][0], (p_port, sizes)
