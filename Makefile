@@ -75,12 +75,14 @@ test-cpu: $(STAMP)
 test-cu12:
 	$(MAKE) --no-print-directory FLAVOUR=cu12 test-cpu
 
-# the docs' feature table (from the registry of PTX forms) and checked-mode
-# table (from the checks' declarations)
+# the docs' feature table (from the registry of PTX forms), checked-mode
+# table (from the checks' declarations) and the benchmark figures (from the
+# results JSON under benchmarks/)
 FEATURE_TABLE_PAGE := docs/reference/features.md
 CHECKED_TABLE_PAGE := docs/tutorial/checked-mode.md
+BENCH_PAGES := README.md docs/benchmarks.md
 readme-table: $(STAMP)
-	$(PY) -m numba_asynccopy._readme $(FEATURE_TABLE_PAGE) $(CHECKED_TABLE_PAGE)
+	$(PY) -m numba_asynccopy._readme $(FEATURE_TABLE_PAGE) $(CHECKED_TABLE_PAGE) $(BENCH_PAGES)
 
 # the type stub of the public API (numba_asynccopy/__init__.pyi; a CPU test
 # fails when it is stale)

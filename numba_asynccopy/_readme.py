@@ -3,7 +3,9 @@
 Each part lies between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->``
 markers and is rebuilt by a function of the package: the feature table
 from the registry of PTX forms, the checked-mode table from the checks'
-declarations.  ``make readme-table`` runs :func:`write`; the CPU suite
+declarations, the benchmark tables and the prose that quotes their
+figures from the results the runs wrote (:mod:`.bench.published`).
+``make readme-table`` runs :func:`write`; the CPU suite
 fails while a part is stale.  A new generated part is one entry of
 :data:`PARTS`.
 
@@ -19,11 +21,17 @@ from typing import Callable
 
 from . import checked
 from ._forms import feature_table
+from .bench import published
 
 #: marker name -> the function that makes the part
 PARTS: dict[str, Callable[[], str]] = {
     "feature-table": feature_table,
     "checked-table": checked.checks_table,
+    "bench-headline": published.headline,
+    "bench-table": published.full_table,
+    "bench-misses": published.misses,
+    "bench-idioms": published.idioms_table,
+    "bench-notes-2026-12-02": published.notes_2026_12_02,
 }
 
 
