@@ -297,7 +297,9 @@ def test_a_process_without_the_range_fact_keeps_numbas_range_loop():
     # without them it recomputes the address from the counter (0..+12, 65)
     every = _fresh("all")
     assert every["nsw"] and every["facts"] == ["assume", "range", "sreg", "unroll"]
-    assert every["loop"] <= 44 and every["stores"] == ["+-0x8", "+-0x4", "", "+0x4"], every
     rest = _fresh("sreg,assume,unroll")
     assert not rest["nsw"] and rest["facts"] == ["assume", "sreg", "unroll"]
-    assert rest["stores"] == ["", "+0x4", "+0x8", "+0xc"] and rest["loop"] > every["loop"], rest
+    assert len(every["stores"]) == len(rest["stores"]) == 4 and rest["loop"] > every["loop"], (every, rest)
+    if toolchain.nvvm_release()[1].startswith("13."):  # the counts and offsets measured (NVVM/ptxas 13.x)
+        assert every["loop"] <= 44 and every["stores"] == ["+-0x8", "+-0x4", "", "+0x4"], every
+        assert rest["stores"] == ["", "+0x4", "+0x8", "+0xc"], rest
