@@ -134,6 +134,7 @@ def comparisons(quick: bool) -> list[Comparison]:
     # tensor cores (suites_tc.py): the targets, 0.75 of cuBLAS at 4096^3, 0.80 at 8192^3
     from .suites_tc import DTYPES as _TC_DTYPES
     from .suites_tc import SIZES as _TC_SIZES
+    from .suites_tc import other_grids as _tc_other_grids
 
     for n in _TC_SIZES["quick" if quick else "full"]:
         for d in _TC_DTYPES:
@@ -144,11 +145,12 @@ def comparisons(quick: bool) -> list[Comparison]:
                            f"twin_hgemm_{d}_{n}", 0.97),
                 Comparison(f"HGEMM {d} {n}^3 vs cuBLAS timed alone (information)",
                            f"numba_hgemm_{d}_{n}", f"cublas_solo_hgemm_{d}_{n}", None),
-                # the other grid (one block a tile / persistent), for the record
-                Comparison(f"HGEMM {d} {n}^3, other grid (information)", f"numba_hgemm_alt_{d}_{n}",
-                           f"cublas_hgemm_{d}_{n}", None),
-                Comparison(f"HGEMM {d} {n}^3, other grid", f"numba_hgemm_alt_{d}_{n}",
-                           f"twin_hgemm_alt_{d}_{n}", None),
+                # the other grids (one block a tile, persistent, 2-CTA clusters), for the record
+                *[c for g in _tc_other_grids() for c in (
+                    Comparison(f"HGEMM {d} {n}^3, {g} grid (information)",
+                               f"numba_hgemm_{g}_{d}_{n}", f"cublas_hgemm_{d}_{n}", None),
+                    Comparison(f"HGEMM {d} {n}^3, {g} grid", f"numba_hgemm_{g}_{d}_{n}",
+                               f"twin_hgemm_{g}_{d}_{n}", None))],
                 # numerics: max error on sampled rows against float64, ours / cuBLAS's
                 Comparison(f"HGEMM {d} {n}^3 max error vs float64", f"err_numba_hgemm_{d}_{n}",
                            f"err_cublas_hgemm_{d}_{n}", 1.5, "lower"),

@@ -11,9 +11,10 @@ the spread of each ratio over the rounds):
   ``cublas_solo_hgemm_{d}_{n}`` the same timed alone before the others
   (alternation can cost cuBLAS: the report shows ours against both);
 - ``numba_hgemm_{d}_{n}`` / ``twin_hgemm_{d}_{n}``: the kernel in its
-  benchmark configuration (:data:`PERSISTENT`) and its twin;
-- ``numba_hgemm_alt_{d}_{n}`` / ``twin_hgemm_alt_{d}_{n}``: the other grid
-  (one block a tile, or persistent), for the record;
+  benchmark configuration (:data:`GRID`) and its twin;
+- ``numba_hgemm_{grid}_{d}_{n}`` / ``twin_hgemm_{grid}_{d}_{n}``: the other
+  grids of :data:`GRIDS` (one block a tile, persistent, 2-CTA clusters),
+  for the record;
 - ``err_numba_hgemm_{d}_{n}`` / ``err_cublas_hgemm_{d}_{n}``: the largest
   error on :data:`ERR_ROWS` sampled rows against a float64 product of the
   same inputs, relative to ``sum |a * b|`` of the element (the report's
@@ -44,8 +45,12 @@ SIZES = {"full": (4096, 8192), "quick": (1000,)}
 DTYPES = ("bf16", "f16")
 BN = 256
 STAGES = 4
-#: the benchmark configuration's grid: one block per multiprocessor walking the tiles
-PERSISTENT = True
+#: the grids: one block a tile, persistent (a block per multiprocessor walking
+#: the tiles), persistent in 2-CTA clusters multicasting B
+GRIDS = {"tile": (False, 1), "persistent": (True, 1), "cluster": (True, 2)}
+#: the benchmark configuration's grid (rows ``numba_hgemm_*``, ``twin_hgemm_*``);
+#: the others are recorded as ``numba_hgemm_{grid}_*`` / ``twin_hgemm_{grid}_*``
+GRID = "persistent"
 #: rows of C sampled for the error rows
 ERR_ROWS = 64
 
@@ -53,8 +58,13 @@ ERR_ROWS = 64
 def suite_keys(quick: bool) -> list[str]:
     keys = [f"{p}_{d}_{n}" for n in SIZES["quick" if quick else "full"] for d in DTYPES
             for p in ("cublas_solo_hgemm", "cublas_hgemm", "numba_hgemm", "twin_hgemm",
-                      "numba_hgemm_alt", "twin_hgemm_alt", "err_numba_hgemm", "err_cublas_hgemm")]
+                      *[f"{w}_hgemm_{g}" for g in other_grids() for w in ("numba", "twin")],
+                      "err_numba_hgemm", "err_cublas_hgemm")]
     return keys + [f"compile_hgemm_{w}_{d}" for d in DTYPES for w in ("first", "cached")]
+
+
+def other_grids() -> list[str]:
+    return [g for g in GRIDS if g != GRID]
 
 
 def _twin(twins) -> Callable:
@@ -64,10 +74,11 @@ def _twin(twins) -> Callable:
     lib.twin_hgemm.restype = I
 
     def run(ta: int, tb: int, c: int, M: int, N: int, K: int, bf16: bool, persistent: bool,
-            grid: int) -> None:
+            cluster: int, grid: int) -> None:
         from .twins import TwinError
 
-        rc = lib.twin_hgemm(ta, tb, c, M, N, K, BN, STAGES, int(bf16), int(persistent), grid)
+        mode = 2 if cluster == 2 else int(persistent)
+        rc = lib.twin_hgemm(ta, tb, c, M, N, K, BN, STAGES, int(bf16), mode, grid)
         if rc:
             raise TwinError(f"twin_hgemm: CUDA error {rc}" if rc != -1 else
                             "twin_hgemm: configuration not instantiated in twins_hgemm.cu")
@@ -132,15 +143,18 @@ def suite_hgemm(r) -> None:
             cfg = {"M": n, "N": n, "K": n, "bn": BN, "stages": STAGES}
             entries = [(f"cublas_hgemm_{d}_{n}", f"cuBLAS {d} GEMM {n}^3 (torch.matmul)", "cublas",
                         "TFLOP/s", work, (lambda: torch.matmul(A, B, out=C)), None, dict(cfg))]
-            for alt in (False, True):
-                pers = PERSISTENT != alt
-                grid = hgemm.persistent_grid(n, n, BN, sms) if pers else 0
-                what = "persistent" if pers else "a block a tile"
-                suffix = "_alt" if alt else ""
+            for gname in [GRID] + other_grids():
+                alt = gname != GRID
+                pers, cl = GRIDS[gname]
+                grid = hgemm.persistent_grid(n, n, BN, sms, cl) if pers else 0
+                what = {"tile": "a block a tile", "persistent": "persistent",
+                        "cluster": "persistent, 2-CTA clusters, B multicast"}[gname]
+                suffix = f"_{gname}" if alt else ""
                 g = None
                 t0 = time.perf_counter()
                 try:
-                    g = hgemm.make_hgemm(bn=BN, stages=STAGES, dtype=d, out=out, persistent=pers)
+                    g = hgemm.make_hgemm(bn=BN, stages=STAGES, dtype=d, out=out, persistent=pers,
+                                         cluster=cl)
                     hgemm.run(g, Au, Bu, Cu, maps)
                     torch.cuda.synchronize()
                     first = time.perf_counter() - t0
@@ -149,7 +163,7 @@ def suite_hgemm(r) -> None:
                         first_done.add(d)
                         r.record_value(f"compile_hgemm_first_{d}",
                                        f"HGEMM {d} first call (make_hgemm, compile, launch)", "numba",
-                                       "s", first, config={"bn": BN, "persistent": pers})
+                                       "s", first, config={"bn": BN, "grid": gname})
                         # host time of one call, the GPU idle: run() converts the torch
                         # tensors and maps each time, a bound launcher did so once
                         host = {"run": [], "bound": []}
@@ -164,7 +178,7 @@ def suite_hgemm(r) -> None:
                         r.record_value(f"compile_hgemm_cached_{d}",
                                        f"HGEMM {d} compiled call, host time of hgemm.bind's launcher",
                                        "numba", "us", float(np.median(host["bound"])) * 1e6,
-                                       config={"calls": 20, "persistent": pers,
+                                       config={"calls": 20, "grid": gname,
                                                "hgemm_run_us": round(run_us, 1)})
                 except Exception as e:  # the rows below report it as well
                     first = float("nan")
@@ -173,14 +187,14 @@ def suite_hgemm(r) -> None:
                 # timed through the bound launcher (hgemm.run's per-call conversions of
                 # torch tensors cost about as long as the kernel runs at 4096^3)
                 launch = (lambda go=go: go())
-                c = dict(cfg, persistent=pers, grid=grid or list(hgemm.grid(n, n, BN)),
+                c = dict(cfg, grid_kind=gname, grid=grid or list(hgemm.grid(n, n, BN)),
                          first_call_s=round(first, 3))
                 entries.append((f"numba_hgemm{suffix}_{d}_{n}",
                                 f"HGEMM {d} {n}^3 (wgmma, TMA pipeline, {what})", "numba",
                                 "TFLOP/s", work, launch, None, c))
 
-                def twin_launch(pers=pers, grid=grid):
-                    twin_run(ta, tb, ptr(C), n, n, n, d == "bf16", pers, grid)
+                def twin_launch(pers=pers, cl=cl, grid=grid):
+                    twin_run(ta, tb, ptr(C), n, n, n, d == "bf16", pers, cl, grid)
                 entries.append((f"twin_hgemm{suffix}_{d}_{n}",
                                 f"HGEMM {d} {n}^3 CUDA C++ twin ({what})", "cuda-c++", "TFLOP/s",
                                 work, twin_launch, None, dict(c)))

@@ -14,7 +14,8 @@
 // 16 bits and stored as 4-byte pairs when the 64 x 256 block lies inside C
 // (element by element, masked, otherwise), as ac.wgmma_store does.
 // PERSISTENT: gridDim.x blocks walk the tiles in the grouped order of
-// hgemm.py (GROUP_M m-tiles a group), the ring running on across tiles.
+// hgemm.py (GROUP_M m-tiles a group), the ring running on across tiles;
+// hgemm_cluster: the 2-CTA cluster variant (B multicast), below.
 // The tensor maps are the 128-byte maps in device memory that the Numba
 // kernel gets (ac.TensorMap buffers), fenced the same way.
 // A (M, K), B (K, N), C (M, N) row-major; N and K multiples of 8.
@@ -277,6 +278,161 @@ __global__ void __launch_bounds__(THREADS, 1) hgemm(const void* ta, const void* 
     }
 }
 
+__device__ __forceinline__ void tma_load_multicast(uint32_t dst, const void* map, int c0, int c1,
+                                                   uint32_t bar, uint32_t bytes, uint16_t mask) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+                 : "memory");
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst), "l"(map), "r"(c0),
+        "r"(c1), "r"(bar), "h"(mask)
+        : "memory");
+}
+
+// an arrival on the barrier at the same offset in CTA `rank` of the cluster
+__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(rank));
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote)
+                 : "memory");
+}
+
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release; barrier.cluster.wait.acquire;" ::: "memory");
+}
+
+// The 2-CTA cluster variant (hgemm.py's cluster=2, persistent): the CTAs of a
+// pair compute vertically adjacent tiles; A has its own ring (tma_pipeline),
+// B a cluster ring (cluster_tma_pipeline: each CTA loads two of the four
+// B boxes, multicast to both; a slot is free once the consumers of both CTAs
+// released it, so the empty barrier counts 4 arrivals, made in both CTAs).
+template <bool BF16, int STAGES>
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(THREADS, 1)
+    hgemm_cluster(const void* ta, const void* tb, uint16_t* C, int M, int N, int K) {
+    constexpr int NB = 256 / ATOM, HALF = NB / 2;
+    constexpr uint32_t A_BYTES = BM * BK * 2, B_BYTES = BK * ATOM * 2;
+    extern __shared__ uint8_t dyn_raw[];
+    __shared__ uint64_t bars_a[2 * STAGES], bars_b[2 * STAGES];
+    const uint32_t raw = smem(dyn_raw);
+    const uint32_t sa = (raw + 1023) & ~1023u;
+    const uint32_t sb = sa + STAGES * A_BYTES;
+    const uint32_t full_a = smem(bars_a), empty_a = full_a + 8 * STAGES;
+    const uint32_t full_b = smem(bars_b), empty_b = full_b + 8 * STAGES;
+    const int tid = threadIdx.x, wg = tid / 128;
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full_a + 8 * s, 1);
+            mbar_init(empty_a + 8 * s, 2);
+        }
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    }
+    __syncthreads();
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full_b + 8 * s, HALF);
+            mbar_init(empty_b + 8 * s, 2 * 2);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    }
+    cluster_sync();
+    uint32_t rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    const int ktiles = (K + BK - 1) / BK;
+    const int pairs_m = (M + 2 * BM - 1) / (2 * BM), ntn = (N + 255) / 256;
+    const int npairs = pairs_m * ntn, group = GROUP_M / 2, per_group = group * ntn;
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;" ::: "memory");
+        if (tid < 32 && elect_one()) {
+            asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;" ::"l"(ta) : "memory");
+            asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;" ::"l"(tb) : "memory");
+            uint32_t slot = 0, phase = 1;
+            for (int pair = blockIdx.x / 2; pair < npairs; pair += gridDim.x / 2) {
+                const int first = (pair / per_group) * group;
+                const int rows = min(pairs_m - first, group);
+                const int m0 = (2 * (first + pair % rows) + rank) * BM;
+                const int n0 = ((pair % per_group) / rows) * 256;
+                for (int t = 0; t < ktiles; ++t) {
+                    mbar_wait(empty_a + 8 * slot, phase);
+                    tma_load(sa + slot * A_BYTES, ta, t * BK, m0, full_a + 8 * slot, A_BYTES);
+                    mbar_wait(empty_b + 8 * slot, phase);
+#pragma unroll
+                    for (int j = 0; j < HALF; ++j) {
+                        const int q = rank * HALF + j;
+                        tma_load_multicast(sb + (slot * NB + q) * B_BYTES, tb, n0 + ATOM * q, t * BK,
+                                           full_b + 8 * slot, 2 * B_BYTES, 0x3);
+                    }
+                    if (slot == STAGES - 1) { slot = 0; phase ^= 1; } else { ++slot; }
+                }
+            }
+            // producer_tail: every slot of the B ring released by both CTAs
+            for (int i = 0; i < STAGES; ++i) {
+                mbar_wait(empty_b + 8 * slot, phase);
+                if (slot == STAGES - 1) { slot = 0; phase ^= 1; } else { ++slot; }
+            }
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;" ::: "memory");
+        const int c = wg - 1;
+        const bool leader = (tid % 128) == 0;
+        float acc[128];
+#pragma unroll
+        for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+        uint32_t slot = 0, phase = 0;
+        for (int pair = blockIdx.x / 2; pair < npairs; pair += gridDim.x / 2) {
+            const int first = (pair / per_group) * group;
+            const int rows = min(pairs_m - first, group);
+            const int m0 = (2 * (first + pair % rows) + rank) * BM;
+            const int n0 = ((pair % per_group) / rows) * 256;
+            uint32_t prev = slot;
+            for (int t = 0; t < ktiles; ++t) {
+                mbar_wait(full_a + 8 * slot, phase);
+                mbar_wait(full_b + 8 * slot, phase);
+                asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+                for (int kk = 0; kk < BK / 16; ++kk) {
+                    const uint64_t da = desc(sa + slot * A_BYTES + c * 64 * 128 + kk * 32, 16, 1024);
+                    const uint64_t db = desc(sb + slot * NB * B_BYTES + kk * 16 * 128, B_BYTES, 1024);
+                    mma<BF16>(acc, da, db, (t > 0) || (kk > 0));
+                }
+                asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+                asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+                if (t > 0 && leader) {
+                    mbar_arrive(empty_a + 8 * prev);
+                    mbar_arrive_cluster(empty_b + 8 * prev, 0);
+                    mbar_arrive_cluster(empty_b + 8 * prev, 1);
+                }
+                prev = slot;
+                if (slot == STAGES - 1) { slot = 0; phase ^= 1; } else { ++slot; }
+            }
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            if (leader) {
+                mbar_arrive(empty_a + 8 * prev);
+                mbar_arrive_cluster(empty_b + 8 * prev, 0);
+                mbar_arrive_cluster(empty_b + 8 * prev, 1);
+            }
+            store<BF16>(acc, C, M, N, m0 + 64 * c, n0);
+        }
+    }
+    cluster_sync();  // no CTA exits while its peer may still multicast or arrive into it
+}
+
+template <bool BF16>
+int launch_cluster(const void* ta, const void* tb, void* C, int M, int N, int K, int grid) {
+    constexpr int STAGES = 4;
+    const int smem_bytes = STAGES * (BM * BK + 4 * BK * ATOM) * 2 + 1024;
+    auto k = hgemm_cluster<BF16, STAGES>;
+    static bool raised = false;
+    if (!raised) {
+        cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+        if (e != cudaSuccess) return static_cast<int>(e);
+        raised = true;
+    }
+    if (grid < 2 || grid % 2) return -1;
+    k<<<grid, THREADS, smem_bytes>>>(ta, tb, static_cast<uint16_t*>(C), M, N, K);
+    return static_cast<int>(cudaGetLastError());
+}
+
 template <bool BF16, bool PERSISTENT>
 int launch(const void* ta, const void* tb, void* C, int M, int N, int K, int grid) {
     constexpr int STAGES = 4;
@@ -296,10 +452,14 @@ int launch(const void* ta, const void* tb, void* C, int M, int N, int K, int gri
 }  // namespace hgw
 
 // bn = 256, 4 stages, 16-bit output; bf16 = 1: bf16 inputs and output (uint16 bits), 0: fp16;
-// persistent = 1: `grid` blocks walk the tiles; returns a cudaError_t (-1: not instantiated)
+// persistent = 1: `grid` blocks walk the tiles, 2: `grid` blocks (even) in 2-CTA clusters
+// multicasting B; returns a cudaError_t (-1: not instantiated)
 extern "C" int twin_hgemm(const void* ta, const void* tb, void* C, int M, int N, int K, int bn,
                           int stages, int bf16, int persistent, int grid) {
     if (bn != 256 || stages != 4) return -1;
+    if (persistent == 2)
+        return bf16 ? hgw::launch_cluster<true>(ta, tb, C, M, N, K, grid)
+                    : hgw::launch_cluster<false>(ta, tb, C, M, N, K, grid);
     if (persistent)
         return bf16 ? hgw::launch<true, true>(ta, tb, C, M, N, K, grid)
                     : hgw::launch<false, true>(ta, tb, C, M, N, K, grid);

@@ -46,6 +46,30 @@ def test_hgemm_sass_has_hgmma_no_local_memory_no_c7515(bn, dtype, out, persisten
     assert "USETMAXREG.DEALLOC.CTAPOOL 0x28" in sass and "USETMAXREG.TRY_ALLOC.CTAPOOL" in sass
 
 
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_hgemm_cluster_k_loop_is_hgmma_with_no_local_memory_no_c7515(dtype):
+    from collections import Counter
+
+    from .test_examples_ptx import sass_loops
+
+    g = hgemm.make_hgemm(bn=256, dtype=dtype, out="bf16" if dtype == "bf16" else "float16",
+                         persistent=True, cluster=2)
+    cty = types.uint16 if dtype == "bf16" else types.float16
+    sig = (types.uint64[::1], types.uint64[::1], cty[:, ::1], types.int64)
+    ptx = cuda.compile_ptx(g.kernel.py_func, sig, cc=(9, 0, "a"),
+                           launch_bounds=(hgemm.THREADS, 1))[0]
+    assert ".reqnctapercluster 2, 1, 1" in ptx and ".multicast::cluster" in ptx
+    cubin, log = toolchain.assemble(ptx, verbose=True)
+    assert "C7515" not in log, log
+    sass = toolchain.disassemble(cubin)
+    loop = min((L for L in sass_loops(sass) if any(t.startswith("HGMMA") for t in L)), key=len)
+    ops = Counter(t.split()[0].split(".")[0] for t in loop if not t.startswith("@"))
+    assert ops["HGMMA"] == 4 and ops["LDL"] == ops["STL"] == 0, ops
+    # two tile-loop values at the 168-register cap go to the stack, outside the k-loop
+    spilled = int(log.split(" bytes spill stores")[0].split()[-1])
+    assert spilled <= 8, log
+
+
 def test_twin_compiles_for_sm90a_to_the_same_main_loop(tmp_path):
     """The CUDA C++ twin (bench/twins_hgemm.cu) assembles for sm_90a with no
     spills and no C7515, and its persistent bf16 k-loop holds the Numba
@@ -68,8 +92,8 @@ def test_twin_compiles_for_sm90a_to_the_same_main_loop(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "C7515" not in proc.stderr and "C7508" not in proc.stderr, proc.stderr
-    # 2 dtypes x 2 grids
-    assert proc.stderr.count("0 bytes spill stores, 0 bytes spill loads") == 4, proc.stderr
+    # 2 dtypes x 3 grids (a block a tile, persistent, 2-CTA clusters)
+    assert proc.stderr.count("0 bytes spill stores, 0 bytes spill loads") == 6, proc.stderr
     sass = toolchain.disassemble(cubin.read_bytes())
     fn = re.split(r"\.text\._ZN3hgw5hgemmILb1ELi4ELb1EEEvPKvS2_Ptiii:", sass)[1].split("//----")[0]
 
@@ -95,7 +119,8 @@ def test_bench_registers_the_wgmma_gemm_rows_and_their_targets():
 
     keys = suites.suite_keys("hgemm", quick=True)
     for k in ("cublas_hgemm_bf16_1000", "cublas_solo_hgemm_f16_1000", "numba_hgemm_bf16_1000",
-              "twin_hgemm_f16_1000", "numba_hgemm_alt_bf16_1000", "err_numba_hgemm_f16_1000",
+              "twin_hgemm_f16_1000", "numba_hgemm_tile_bf16_1000", "twin_hgemm_cluster_f16_1000",
+              "err_numba_hgemm_f16_1000",
               "err_cublas_hgemm_bf16_1000", "compile_hgemm_first_bf16", "compile_hgemm_cached_f16"):
         assert k in keys, k
     comps = {(c.subject, c.peer): c for c in report.comparisons(quick=False)}

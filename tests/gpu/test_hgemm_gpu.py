@@ -107,11 +107,32 @@ def test_hgemm_store_into_a_strided_view_takes_the_masked_path():
     assert np.isnan(got[:, 0]).all()
 
 
+@pytest.mark.parametrize("M,N,K,blocks", [(256, 256, 64, None), (300, 264, 1000, 2),
+                                           (1000, 1000, 200, None), (136, 520, 72, 4),
+                                           (4096, 2048, 128, 6)])
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_hgemm_cluster_matches_numpy(M, N, K, blocks, dtype):
+    # 2-CTA clusters multicasting B: an odd count of m-tiles (the pair's second tile empty),
+    # pairs walking several tile pairs, the default grid
+    a, av = inputs((M, K), dtype)
+    b, bv = inputs((K, N), dtype)
+    ref = (av @ bv).astype(np.float32)
+    g = hgemm.make_hgemm(bn=256, dtype=dtype, persistent=True, cluster=2)
+    c = cuda.to_device(np.full((M, N), np.nan, np.float32))
+    hgemm.run(g, cuda.to_device(a), cuda.to_device(b), c, blocks=blocks)
+    np.testing.assert_array_equal(c.copy_to_host(), ref)
+
+
 def test_hgemm_run_refuses_blocks_for_a_kernel_that_is_not_persistent():
     g = hgemm.make_hgemm(bn=128, dtype="bf16")
     z = cuda.to_device(np.zeros((64, 64), np.uint16))
     with pytest.raises(ValueError, match="only a persistent kernel"):
         hgemm.run(g, z, z, cuda.to_device(np.zeros((64, 64), np.float32)), blocks=2)
+    g2 = hgemm.make_hgemm(bn=256, dtype="bf16", persistent=True, cluster=2)
+    with pytest.raises(ValueError, match="a multiple of its cluster"):
+        hgemm.run(g2, z, z, cuda.to_device(np.zeros((64, 64), np.float32)), blocks=3)
+    with pytest.raises(ValueError, match="persistent=True only"):
+        hgemm.make_hgemm(bn=256, cluster=2)
 
 
 def test_hgemm_rejects_shapes_tma_cannot_map():

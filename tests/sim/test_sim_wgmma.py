@@ -212,3 +212,16 @@ def test_hgemm_bind_matches_numpy():
                     cuda.to_device(b), c)
     go()
     np.testing.assert_array_equal(c.copy_to_host(), (av @ bv).astype(np.float32))
+
+
+def test_hgemm_cluster_example_matches_numpy_with_an_odd_count_of_m_tiles():
+    from numba_asynccopy.examples import hgemm
+
+    # 3 m-tiles: the second pair's second CTA has no rows (zero-filled loads, no stores)
+    M, N, K = 300, 64, 72
+    a, av = bf16((M, K))
+    b, bv = bf16((K, N))
+    c = cuda.to_device(np.full((M, N), np.nan, np.float32))
+    hgemm.run(hgemm.make_hgemm(bn=128, stages=2, persistent=True, cluster=2), cuda.to_device(a),
+              cuda.to_device(b), c, blocks=2)
+    np.testing.assert_array_equal(c.copy_to_host(), (av @ bv).astype(np.float32))
