@@ -187,6 +187,8 @@ def suite_hgemm(r) -> None:
                 # timed through the bound launcher (hgemm.run's per-call conversions of
                 # torch tensors cost about as long as the kernel runs at 4096^3)
                 launch = (lambda go=go: go())
+                if go is not None:
+                    grid = go.grid if pers else 0  # the cluster grid: the pairs resident at once
                 c = dict(cfg, grid_kind=gname, grid=grid or list(hgemm.grid(n, n, BN)),
                          first_call_s=round(first, 3))
                 entries.append((f"numba_hgemm{suffix}_{d}_{n}",

@@ -403,6 +403,30 @@ def check_shape(M: int, N: int, K: int) -> None:
                          f"TMA); got M={M}, N={N}, K={K}")
 
 
+#: (kernel, C's kind and dtype) -> clusters resident at once (the query compiles the kernel)
+_RESIDENT: dict = {}
+
+
+def _blocks(gemm: Hgemm, M: int, N: int, blocks: int | None, args: tuple) -> Any:
+    """The launch grid: a block a tile, or the persistent grid (``blocks``,
+    else one block per multiprocessor; in clusters, as many pairs as can be
+    resident at once: clusters sit inside a GPC, and a GPC with an odd count
+    of free multiprocessors holds one block fewer, so half the
+    multiprocessor count of pairs would leave some pairs for a second
+    wave)."""
+    if not gemm.persistent:
+        return grid(M, N, gemm.bn)
+    if blocks is not None:
+        return int(blocks)
+    if gemm.cluster == 1 or ac.sim.ENABLED:
+        return persistent_grid(M, N, gemm.bn, _sms(), gemm.cluster)
+    key = (gemm, type(args[2]).__name__, str(getattr(args[2], "dtype", "")))
+    if key not in _RESIDENT:
+        _RESIDENT[key] = ac.max_active_clusters(gemm.kernel, THREADS, args=args,
+                                                shared_mem=gemm.smem)
+    return persistent_grid(M, N, gemm.bn, 2 * _RESIDENT[key], gemm.cluster)
+
+
 def _check_blocks(gemm: Hgemm, blocks: int | None) -> None:
     if blocks is None:
         return
@@ -421,11 +445,7 @@ def run(gemm: Hgemm, A: Any, B: Any, C: Any, maps: tuple | None = None, stream: 
     check_shape(M, N, K)
     _check_blocks(gemm, blocks)
     ta, tb = maps if maps is not None else tensor_maps(A, B)
-    if gemm.persistent:
-        g = int(blocks) if blocks is not None else persistent_grid(M, N, gemm.bn, _sms(),
-                                                                   gemm.cluster)
-    else:
-        g = grid(M, N, gemm.bn)
+    g = _blocks(gemm, M, N, blocks, (ta, tb, C, K))
     ac.launch(gemm.kernel, g, THREADS, (ta, tb, C, K), shared_mem=gemm.smem, stream=stream)
 
 
@@ -452,11 +472,7 @@ def bind(gemm: Hgemm, A: Any, B: Any, C: Any, maps: tuple | None = None, stream:
     _check_blocks(gemm, blocks)
     a, b, c = (ac.as_device_array(x, "hgemm.bind", n) for x, n in ((A, "A"), (B, "B"), (C, "C")))
     ta, tb = maps if maps is not None else tensor_maps(a, b)
-    if gemm.persistent:
-        g = int(blocks) if blocks is not None else persistent_grid(M, N, gemm.bn, _sms(),
-                                                                   gemm.cluster)
-    else:
-        g = grid(M, N, gemm.bn)
+    g = _blocks(gemm, M, N, blocks, (ta, tb, c, K))
     # (the simulator's kernels take the maps themselves)
     args = (ta, tb, c, K) if ac.sim.ENABLED else (ta.device, tb.device, c, K)
     keep = (A, B, C, ta, tb)  # the memory the views and maps point into
@@ -465,6 +481,7 @@ def bind(gemm: Hgemm, A: Any, B: Any, C: Any, maps: tuple | None = None, stream:
         ac.launch(gemm.kernel, g, THREADS, args, shared_mem=gemm.smem, stream=stream)
 
     launch.keep = keep  # type: ignore[attr-defined]
+    launch.grid = g  # type: ignore[attr-defined]
     return launch
 
 
