@@ -409,11 +409,10 @@ _RESIDENT: dict = {}
 
 def _blocks(gemm: Hgemm, M: int, N: int, blocks: int | None, args: tuple) -> Any:
     """The launch grid: a block a tile, or the persistent grid (``blocks``,
-    else one block per multiprocessor; in clusters, as many pairs as can be
-    resident at once: clusters sit inside a GPC, and a GPC with an odd count
-    of free multiprocessors holds one block fewer, so half the
-    multiprocessor count of pairs would leave some pairs for a second
-    wave)."""
+    else one block per multiprocessor; in clusters, as many pairs as
+    ``ac.max_active_clusters`` says can be resident at once, at most one
+    per tile pair: a pair that is not resident would wait for a whole
+    persistent walk to end)."""
     if not gemm.persistent:
         return grid(M, N, gemm.bn)
     if blocks is not None:
