@@ -61,9 +61,11 @@ def test_hgemm_converted_output(out):
     np.testing.assert_array_equal(c.copy_to_host().view(np.uint8), want.view(np.uint8))
 
 
-@pytest.mark.parametrize("M,N,K,blocks", [(128, 256, 64, None), (300, 264, 1000, 3),
-                                           (1000, 1000, 200, None), (136, 520, 72, 1),
-                                           (4096, 2048, 128, 7)])
+@pytest.mark.parametrize("M,N,K,blocks", [(128, 256, 64, None),
+                                           pytest.param(300, 264, 1000, 3, marks=LARGE),
+                                           pytest.param(1000, 1000, 200, None, marks=LARGE),
+                                           pytest.param(136, 520, 72, 1, marks=LARGE),
+                                           pytest.param(4096, 2048, 128, 7, marks=LARGE)])
 @pytest.mark.parametrize("bn,dtype", [(256, "bf16"), (128, "f16")])
 def test_hgemm_persistent_matches_numpy(M, N, K, blocks, bn, dtype):
     # non-multiples of the tile, a block walking many tiles (blocks < tiles), the default grid
@@ -77,7 +79,7 @@ def test_hgemm_persistent_matches_numpy(M, N, K, blocks, bn, dtype):
 
 
 @pytest.mark.parametrize("out", ["bf16", "float16"])
-@pytest.mark.parametrize("M,N", [(512, 512), (200, 264)])
+@pytest.mark.parametrize("M,N", [pytest.param(512, 512, marks=LARGE), (200, 264)])
 def test_hgemm_persistent_converted_output(out, M, N):
     # 16-bit stores: the paired fast path (whole 64 x 256 blocks) and the masked edges
     K = 128
@@ -107,9 +109,11 @@ def test_hgemm_store_into_a_strided_view_takes_the_masked_path():
     assert np.isnan(got[:, 0]).all()
 
 
-@pytest.mark.parametrize("M,N,K,blocks", [(256, 256, 64, None), (300, 264, 1000, 2),
-                                           (1000, 1000, 200, None), (136, 520, 72, 4),
-                                           (4096, 2048, 128, 6)])
+@pytest.mark.parametrize("M,N,K,blocks", [(256, 256, 64, None),
+                                           pytest.param(300, 264, 1000, 2, marks=LARGE),
+                                           pytest.param(1000, 1000, 200, None, marks=LARGE),
+                                           pytest.param(136, 520, 72, 4, marks=LARGE),
+                                           pytest.param(4096, 2048, 128, 6, marks=LARGE)])
 @pytest.mark.parametrize("dtype", ["bf16", "f16"])
 def test_hgemm_cluster_matches_numpy(M, N, K, blocks, dtype):
     # 2-CTA clusters multicasting B: an odd count of m-tiles (the pair's second tile empty),
@@ -140,6 +144,7 @@ def test_hgemm_rejects_shapes_tma_cannot_map():
         hgemm.check_shape(128, 100, 64)
 
 
+@LARGE
 @pytest.mark.parametrize("persistent", [False, True])
 def test_hgemm_bind_launches_repeatedly_with_device_arrays_and_torch_tensors(persistent):
     M, N, K = 264, 520, 136
