@@ -48,7 +48,7 @@ from . import _rules
 from . import checked as _checked
 from ._compat import TypingError, intrinsic
 from ._forms import form, select
-from ._lowering import I32, I64, asm, linear_tid, shared_addr32, trap_if
+from ._lowering import I32, I64, asm, linear_tid, pure_asm, shared_addr32, trap_if
 from ._regions import View, bool_or_runtime, itemsize, literal_value
 
 #: the N of m64nNk*: 8..256 in steps of 8
@@ -511,29 +511,83 @@ def wgmma_store(typingctx, acc, out, row0, col0, *, dtype=None):
         base_r = builder.add(r0, builder.zext(lrow, intp))
         base_c = builder.add(c0, builder.zext(lcol, intp))
         vals = _fragment_values(builder, args[0], m)
-        for j, v in enumerate(vals):
-            i, h, e = j // 4, (j // 2) % 2, j % 2
-            r = builder.add(base_r, ir.Constant(intp, 8 * h))
-            col = builder.add(base_c, ir.Constant(intp, 8 * i + e))
-            ok = builder.and_(
-                builder.and_(builder.icmp_signed(">=", r, ir.Constant(intp, 0)),
-                             builder.icmp_signed("<", r, shape[0])),
-                builder.and_(builder.icmp_signed(">=", col, ir.Constant(intp, 0)),
-                             builder.icmp_signed("<", col, shape[1])))
-            with builder.if_then(ok, likely=True):
-                ptr = cgutils.get_item_pointer2(context, builder, ary.data, shape, strides,
-                                                aty.layout, [r, col], wraparound=False)
-                if dt == "float32":
-                    builder.store(v, ptr)
-                elif dt == "float16":
-                    builder.store(context.cast(builder, v, types.float32, types.float16), ptr)
-                else:
-                    bits = asm(builder, "cvt.rn.bf16.f32 $0, $1;", "=h,f", [v],
-                               ret=ir.IntType(16), clobber_memory=False)
-                    builder.store(bits, ptr)
+        isz = context.get_abi_sizeof(context.get_data_type(aty.dtype))
+        k = lambda x: ir.Constant(intp, x)  # noqa: E731
+        # the whole 64 x N block inside `out`, rows dense and pairs aligned:
+        # one 2-element vector store per pair, no per-element test
+        inside = builder.and_(
+            builder.and_(builder.icmp_signed(">=", r0, k(0)), builder.icmp_signed(">=", c0, k(0))),
+            builder.and_(builder.icmp_signed("<=", builder.add(r0, k(64)), shape[0]),
+                         builder.icmp_signed("<=", builder.add(c0, k(n)), shape[1])))
+        misaligned = builder.or_(builder.or_(builder.ptrtoint(ary.data, intp), strides[0]),
+                                 builder.mul(c0, k(isz)))
+        full = builder.and_(
+            builder.and_(inside, builder.icmp_signed("==", strides[1], k(isz))),
+            builder.icmp_signed("==", builder.and_(misaligned, k(2 * isz - 1)), k(0)))
+        with builder.if_else(full, likely=True) as (fast, masked):
+            with fast:
+                _store_pairs(context, builder, ary.data, strides[0], base_r, base_c, vals, dt, isz)
+            with masked:
+                _store_masked(context, builder, aty, ary, shape, strides, base_r, base_c, vals, dt)
         return context.get_dummy_value()
 
     return types.void(acc, out, row0, col0, dtype), codegen
+
+
+#: the PTX that packs two f32 into one 32-bit pair of 16-bit values (the first, low half)
+_PACK = {"float16": "cvt.rn.f16x2.f32 $0, $2, $1;", "bf16": "cvt.rn.bf16x2.f32 $0, $2, $1;"}
+
+
+def _store_pairs(context, builder, data, stride0, base_r, base_c, vals, dt, isz) -> None:
+    """The unmasked epilogue: each lane's column pairs as 8-byte (f32) or
+    4-byte (16-bit) stores, from two row pointers."""
+    intp = base_r.type
+    i8p = ir.IntType(8).as_pointer()
+    raw = builder.bitcast(data, i8p)
+    rows = []
+    for h in range(2):
+        r = builder.add(base_r, ir.Constant(intp, 8 * h))
+        off = builder.add(builder.mul(r, stride0), builder.mul(base_c, ir.Constant(intp, isz)))
+        rows.append(builder.gep(raw, [off]))
+    f32 = ir.FloatType()
+    for j in range(0, len(vals), 2):
+        i, h = j // 4, (j // 2) % 2
+        p = builder.gep(rows[h], [ir.Constant(intp, 8 * i * isz)])
+        if dt == "float32":
+            vec = ir.VectorType(f32, 2)
+            v = builder.insert_element(ir.Constant(vec, ir.Undefined), vals[j], ir.Constant(I32, 0))
+            v = builder.insert_element(v, vals[j + 1], ir.Constant(I32, 1))
+            st = builder.store(v, builder.bitcast(p, vec.as_pointer()))
+            st.align = 8
+        else:
+            v = pure_asm(builder, _PACK[dt], "=r,f,f", [vals[j], vals[j + 1]], ret=I32)
+            st = builder.store(v, builder.bitcast(p, I32.as_pointer()))
+            st.align = 4
+
+
+def _store_masked(context, builder, aty, ary, shape, strides, base_r, base_c, vals, dt) -> None:
+    """The masked epilogue: element by element, each inside `out` stored."""
+    intp = base_r.type
+    for j, v in enumerate(vals):
+        i, h, e = j // 4, (j // 2) % 2, j % 2
+        r = builder.add(base_r, ir.Constant(intp, 8 * h))
+        col = builder.add(base_c, ir.Constant(intp, 8 * i + e))
+        ok = builder.and_(
+            builder.and_(builder.icmp_signed(">=", r, ir.Constant(intp, 0)),
+                         builder.icmp_signed("<", r, shape[0])),
+            builder.and_(builder.icmp_signed(">=", col, ir.Constant(intp, 0)),
+                         builder.icmp_signed("<", col, shape[1])))
+        with builder.if_then(ok, likely=True):
+            ptr = cgutils.get_item_pointer2(context, builder, ary.data, shape, strides,
+                                            aty.layout, [r, col], wraparound=False)
+            if dt == "float32":
+                builder.store(v, ptr)
+            elif dt == "float16":
+                builder.store(context.cast(builder, v, types.float32, types.float16), ptr)
+            else:
+                bits = asm(builder, "cvt.rn.bf16.f32 $0, $1;", "=h,f", [v],
+                           ret=ir.IntType(16), clobber_memory=False)
+                builder.store(bits, ptr)
 
 
 @intrinsic

@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: results files (repository paths), newest first: a row comes from the
 #: first file that measured both its sides
 RESULTS: tuple[str, ...] = (
+    "benchmarks/h200-2026-12-02/hgemm/run3.json",
     "benchmarks/h200-2026-12-02/results.json",
     "benchmarks/h200-2026-12-01/evening/hgemm-run2.json",
     "benchmarks/h200-2026-12-01/evening/idioms.json",
@@ -58,6 +59,9 @@ HEADLINE: tuple[tuple[str, str, str, str], ...] = (
     ("bf16 GEMM 8192^3 (wgmma)", "numba_hgemm_bf16_8192", "cublas_hgemm_bf16_8192", "cuBLAS bf16 (torch.matmul)"),
     ("fp16 GEMM 8192^3 (wgmma)", "numba_hgemm_f16_8192", "cublas_hgemm_f16_8192", "cuBLAS fp16 (torch.matmul)"),
     ("bf16 GEMM 4096^3 (wgmma)", "numba_hgemm_bf16_4096", "cublas_hgemm_bf16_4096", "cuBLAS bf16 (torch.matmul)"),
+    ("fp16 GEMM 4096^3 (wgmma)", "numba_hgemm_f16_4096", "cublas_hgemm_f16_4096", "cuBLAS fp16 (torch.matmul)"),
+    ("bf16 GEMM 4096^3 (wgmma)", "numba_hgemm_bf16_4096", "twin_hgemm_bf16_4096", "the same GEMM, CUDA C++"),
+    ("fp16 GEMM 8192^3 (wgmma)", "numba_hgemm_f16_8192", "twin_hgemm_f16_8192", "the same GEMM, CUDA C++"),
     ("bf16 GEMM 8192^3 (mma.sync, sm_80 way)", "numba_hgemm_sm80_bf16_8192", "twin_hgemm_sm80_bf16_8192",
      "the same GEMM, CUDA C++"),
 )

@@ -134,11 +134,32 @@ def comparisons(quick: bool) -> list[Comparison]:
     # tensor cores (suites_tc.py): the targets, 0.75 of cuBLAS at 4096^3, 0.80 at 8192^3
     from .suites_tc import DTYPES as _TC_DTYPES
     from .suites_tc import SIZES as _TC_SIZES
+    from .suites_tc import other_grids as _tc_other_grids
 
     for n in _TC_SIZES["quick" if quick else "full"]:
         for d in _TC_DTYPES:
-            rows.append(Comparison(f"HGEMM {d} {n}^3 (wgmma)", f"numba_hgemm_{d}_{n}",
-                                   f"cublas_hgemm_{d}_{n}", 0.80 if n >= 8192 else 0.75))
+            rows += [
+                Comparison(f"HGEMM {d} {n}^3 (wgmma)", f"numba_hgemm_{d}_{n}",
+                           f"cublas_hgemm_{d}_{n}", 0.80 if n >= 8192 else 0.75),
+                Comparison(f"HGEMM {d} {n}^3 (wgmma)", f"numba_hgemm_{d}_{n}",
+                           f"twin_hgemm_{d}_{n}", 0.97),
+                Comparison(f"HGEMM {d} {n}^3 vs cuBLAS timed alone (information)",
+                           f"numba_hgemm_{d}_{n}", f"cublas_solo_hgemm_{d}_{n}", None),
+                # the other grids (one block a tile, persistent, 2-CTA clusters), for the record
+                *[c for g in _tc_other_grids() for c in (
+                    Comparison(f"HGEMM {d} {n}^3, {g} grid (information)",
+                               f"numba_hgemm_{g}_{d}_{n}", f"cublas_hgemm_{d}_{n}", None),
+                    Comparison(f"HGEMM {d} {n}^3, {g} grid", f"numba_hgemm_{g}_{d}_{n}",
+                               f"twin_hgemm_{g}_{d}_{n}", None))],
+                # numerics: max error on sampled rows against float64, ours / cuBLAS's
+                Comparison(f"HGEMM {d} {n}^3 max error vs float64", f"err_numba_hgemm_{d}_{n}",
+                           f"err_cublas_hgemm_{d}_{n}", 1.5, "lower"),
+            ]
+    for d in _TC_DTYPES:
+        rows += [Comparison(f"HGEMM {d} first call, compile and launch (information)",
+                            f"compile_hgemm_first_{d}", None, None),
+                 Comparison(f"HGEMM {d} compiled call, host time (information)",
+                            f"compile_hgemm_cached_{d}", None, None)]
     rows += [
         # two changes at once: the async kernel also computes a 4x4 patch a
         # thread with float4 stores, the plain one one point a thread
@@ -183,6 +204,10 @@ def _fig(m: Measurement | None) -> str:
         return "-"
     if m.unit == "ms":
         return f"{m.ms * 1e3:.1f} us"
+    if m.unit == "rel. error":
+        return f"{m.figure:.2e}"
+    if m.unit in ("s", "us"):
+        return f"{m.figure:.3g} {m.unit}"
     return f"{m.figure:.3f} {m.unit}"
 
 
@@ -223,7 +248,8 @@ def build_rows(results: dict[str, Measurement], comps: list[Comparison]) -> list
         elif s.status != "ok":
             verdict = s.status
         elif c.peer is None:
-            verdict = "reference" if c.benchmark.endswith("(reference)") else "ceiling"
+            verdict = ("reference" if c.benchmark.endswith("(reference)") else
+                       "info" if c.benchmark.endswith("(information)") else "ceiling")
         elif p is None or p.status != "ok":
             verdict = "peer " + (p.status if p else "not yet run")
         else:

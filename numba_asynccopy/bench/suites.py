@@ -140,10 +140,17 @@ class Recorder:
         keeps its median per round, so the report can give the spread of the
         ratio over the rounds.  A failing check fails its row; the other is
         then timed alone."""
+        first, second = self.measure_group([a, b], rounds=rounds)
+        return first, second
+
+    def measure_group(self, entries: list[tuple], *, rounds: int = 3) -> list[Measurement]:
+        """:meth:`measure_pair` for any number of rows: each checked, then
+        all timed in alternation; a row whose check fails is left out of
+        the timing (its error recorded)."""
         from .devutil import bench_alternating
 
         ms = []
-        for key, label, impl, unit, work, run, check, config in (a, b):
+        for key, label, impl, unit, work, run, check, config in entries:
             m = Measurement(key, label, impl, unit, work, config=dict(config or {}))
             self.results[key] = m
             try:
@@ -177,7 +184,20 @@ class Recorder:
                 print(f"  {m.key:34s} "
                       f"{m.status if m.status != 'ok' else f'{m.figure:8.3f} {m.unit}  ({m.ms:.4f} ms)'}",
                       flush=True)
-        return ms[0][0], ms[1][0]
+        return [m for m, _ in ms]
+
+    def record_value(self, key: str, label: str, impl: str, unit: str, value: float, *,
+                     check: str = "", config: dict | None = None) -> Measurement:
+        """Record a figure that is not a rate (an error, seconds): ``figure``
+        and ``ms`` both hold ``value``, so a ``lower`` comparison divides the
+        values."""
+        m = Measurement(key, label, impl, unit, 0.0, config=dict(config or {}), check=check)
+        m.ms = m.ms_min = m.ms_max = m.figure = float(value)
+        m.reps = 1
+        self.results[key] = m
+        self.save()
+        print(f"  {key:34s} {value:.4g} {unit}", flush=True)
+        return m
 
     def fail(self, key: str, label: str, impl: str, unit: str, error: str) -> None:
         self.results[key] = Measurement(key, label, impl, unit, status=error)

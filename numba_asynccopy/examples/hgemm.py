@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from numba import cuda
@@ -95,16 +95,32 @@ SWIZZLE = 128
 ATOM = 64  # bf16/fp16 elements in one 128-byte swizzle row
 
 
+#: m-tiles of one group of the persistent kernel's tile order
+GROUP_M = 8
+
+
 @lru_cache(maxsize=None)
-def make_hgemm(bn: int = 128, stages: int = 4, dtype: str = "bf16", out: str = "float32"):
-    """The compiled kernel ``gemm(ta, tb, C)`` (``ta``/``tb`` the tensor maps
-    :func:`tensor_maps` builds); launch it with :func:`run`.  ``bn``: 64,
-    128 or 256 (the MMA's N); ``dtype``: ``"bf16"`` or ``"f16"``; ``out``:
-    ``"float32"``, ``"bf16"`` (uint16 bits) or ``"float16"``."""
+def make_hgemm(bn: int = 128, stages: int = 4, dtype: str = "bf16", out: str = "float32",
+               persistent: bool = False, cluster: int = 1):
+    """The compiled kernel ``gemm(ta, tb, C, K)`` (``ta``/``tb`` the tensor
+    maps :func:`tensor_maps` builds); launch it with :func:`run`.  ``bn``:
+    64, 128, 192 or 256 (the MMA's N); ``dtype``: ``"bf16"`` or ``"f16"``;
+    ``out``: ``"float32"``, ``"bf16"`` (uint16 bits) or ``"float16"``;
+    ``persistent``: one block per multiprocessor walks the tiles (grouped
+    order, :data:`GROUP_M` m-tiles a group), its ring running on across
+    tiles, so the next tile's loads overlap this tile's epilogue;
+    ``cluster=2`` (persistent only): CTA pairs of a 2-CTA cluster compute
+    vertically adjacent tiles and each loads half of their common B tile,
+    multicast to both (an ``ac.pipeline.cluster_tma_pipeline`` for B beside
+    a ``tma_pipeline`` for A), so B is read from L2 once per pair."""
     if bn not in (64, 128, 192, 256):
         raise ValueError(f"bn must be 64, 128, 192 or 256, got {bn}")
     if dtype not in ("bf16", "f16"):
         raise ValueError(f"dtype must be 'bf16' or 'f16', got {dtype!r}")
+    if persistent not in (True, False):
+        raise ValueError(f"persistent must be a bool, got {persistent!r}")
+    if cluster not in (1, 2) or (cluster == 2 and not persistent):
+        raise ValueError(f"cluster must be 1 or 2 (2: persistent=True only), got {cluster!r}")
     nb = bn // ATOM
     a_elems, b_elems = stages * BM * BK, stages * nb * BK * ATOM
     storage = np.uint16 if dtype == "bf16" else np.float16
@@ -168,10 +184,174 @@ def make_hgemm(bn: int = 128, stages: int = 4, dtype: str = "bf16", out: str = "
                 ac.pipeline.consumer_release(pipe, prev)
             ac.wgmma_store(acc, C, m0 + 64 * c, n0, dtype=out)
 
+    def hgemm_persistent(ta, tb, C, K):
+        dyn = cuda.shared.array(0, storage, alignment=1024)
+        sa = _carve(dyn, 0, (stages, BM, BK))
+        sb = _carve(dyn, a_elems, (stages, nb, BK, ATOM))
+        bars = cuda.shared.array((2, stages), np.uint64)
+        pipe = ac.pipeline.tma_pipeline(bars, stages, consumers=2, copies=copies)
+        ac.pipeline.init(pipe)
+        tid = cuda.threadIdx.x
+        wg = tid // 128
+        ktiles = (K + BK - 1) // BK
+        ntm = (C.shape[0] + BM - 1) // BM
+        ntn = (C.shape[1] + bn - 1) // bn
+        ntiles = ntm * ntn
+        per_group = GROUP_M * ntn
+        if wg == 0:
+            ac.setmaxnreg_dec(40)
+            if tid < 32:
+                if ac.elect_sync():
+                    ac.fence_proxy_tensormap(ta)
+                    ac.fence_proxy_tensormap(tb)
+                    st = ac.pipeline.producer_start(pipe)
+                    for tile in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
+                        # grouped order: GROUP_M m-tiles share each B column of tiles
+                        first = (tile // per_group) * GROUP_M
+                        rows = min(ntm - first, GROUP_M)
+                        m0 = (first + tile % rows) * BM
+                        n0 = ((tile % per_group) // rows) * bn
+                        for t in range(ktiles):
+                            ac.pipeline.producer_acquire(pipe, st)
+                            ac.pipeline.copy_tensor(pipe, st, sa[st.slot], ta, (m0, t * BK),
+                                                    fence=False)
+                            for j in range(nb):
+                                ac.pipeline.copy_tensor(pipe, st, sb[st.slot, j], tb,
+                                                        (t * BK, n0 + ATOM * j), fence=False)
+                            ac.pipeline.producer_commit(pipe, st)
+                            st = ac.pipeline.advance(pipe, st)
+        else:
+            ac.setmaxnreg_inc(232)
+            c = wg - 1
+            leader = (tid % 128) == 0
+            acc = ac.wgmma_zero(bn)
+            st = ac.pipeline.consumer_start(pipe)
+            for tile in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
+                first = (tile // per_group) * GROUP_M
+                rows = min(ntm - first, GROUP_M)
+                m0 = (first + tile % rows) * BM
+                n0 = ((tile % per_group) // rows) * bn
+                prev = st
+                for t in range(ktiles):
+                    ac.pipeline.consumer_wait(pipe, st)
+                    acc = ac.wgmma_fence(acc)
+                    for kk in range(BK // 16):
+                        acc = ac.wgmma_mma_async(
+                            acc,
+                            ac.wgmma_descriptor(sa[st.slot, 64 * c:64 * c + 64, 16 * kk:16 * kk + 16],
+                                                swizzle=SWIZZLE),
+                            ac.wgmma_descriptor(sb[st.slot, :, 16 * kk:16 * kk + 16, :],
+                                                swizzle=SWIZZLE, major="MN"),
+                            dtype=dtype, scale_d=(t > 0) or (kk > 0), trans_b=True)
+                    ac.wgmma_commit_group()
+                    acc = ac.wgmma_wait_group(1, acc)
+                    if t > 0 and leader:
+                        ac.pipeline.consumer_release(pipe, prev)
+                    prev = st
+                    st = ac.pipeline.advance(pipe, st)
+                acc = ac.wgmma_wait_group(0, acc)
+                if leader:
+                    ac.pipeline.consumer_release(pipe, prev)
+                # the producer is already filling the next tile's slots
+                ac.wgmma_store(acc, C, m0 + 64 * c, n0, dtype=out)
+
+    half = nb // 2  # B boxes each CTA of a pair loads (and multicasts)
+
+    def hgemm_cluster(ta, tb, C, K):
+        ac.cluster_dims(2)
+        dyn = cuda.shared.array(0, storage, alignment=1024)
+        sa = _carve(dyn, 0, (stages, BM, BK))
+        sb = _carve(dyn, a_elems, (stages, nb, BK, ATOM))
+        bars_a = cuda.shared.array((2, stages), np.uint64)
+        bars_b = cuda.shared.array((2, stages), np.uint64)
+        pa = ac.pipeline.tma_pipeline(bars_a, stages, consumers=2, copies=1)
+        pb = ac.pipeline.cluster_tma_pipeline(bars_b, stages, consumers=2, ctas=2, copies=half)
+        ac.pipeline.init(pa)
+        ac.pipeline.init(pb)  # ends with a cluster barrier: both rings ready in both CTAs
+        rank = ac.cluster_cta_rank()
+        tid = cuda.threadIdx.x
+        wg = tid // 128
+        ktiles = (K + BK - 1) // BK
+        pairs_m = (C.shape[0] + 2 * BM - 1) // (2 * BM)
+        ntn = (C.shape[1] + bn - 1) // bn
+        npairs = pairs_m * ntn
+        group = GROUP_M // 2
+        per_group = group * ntn
+        if wg == 0:
+            ac.setmaxnreg_dec(40)
+            if tid < 32:
+                if ac.elect_sync():
+                    ac.fence_proxy_tensormap(ta)
+                    ac.fence_proxy_tensormap(tb)
+                    sta = ac.pipeline.producer_start(pa)
+                    stb = ac.pipeline.producer_start(pb)
+                    for pair in range(cuda.blockIdx.x // 2, npairs, cuda.gridDim.x // 2):
+                        first = (pair // per_group) * group
+                        rows = min(pairs_m - first, group)
+                        m0 = (2 * (first + pair % rows) + rank) * BM
+                        n0 = ((pair % per_group) // rows) * bn
+                        for t in range(ktiles):
+                            ac.pipeline.producer_acquire(pa, sta)
+                            ac.pipeline.copy_tensor(pa, sta, sa[sta.slot], ta, (m0, t * BK),
+                                                    fence=False)
+                            ac.pipeline.producer_commit(pa, sta)
+                            # the slot is free in both CTAs: this CTA's half of B, to both
+                            ac.pipeline.producer_acquire(pb, stb)
+                            for j in range(half):
+                                q = rank * half + j
+                                ac.pipeline.copy_tensor(pb, stb, sb[stb.slot, q], tb,
+                                                        (t * BK, n0 + ATOM * q), fence=False)
+                            ac.pipeline.producer_commit(pb, stb)
+                            sta = ac.pipeline.advance(pa, sta)
+                            stb = ac.pipeline.advance(pb, stb)
+                    ac.pipeline.producer_tail(pb, stb)
+        else:
+            ac.setmaxnreg_inc(232)
+            c = wg - 1
+            leader = (tid % 128) == 0
+            acc = ac.wgmma_zero(bn)
+            sta = ac.pipeline.consumer_start(pa)
+            stb = ac.pipeline.consumer_start(pb)
+            for pair in range(cuda.blockIdx.x // 2, npairs, cuda.gridDim.x // 2):
+                first = (pair // per_group) * group
+                rows = min(pairs_m - first, group)
+                m0 = (2 * (first + pair % rows) + rank) * BM
+                n0 = ((pair % per_group) // rows) * bn
+                prev_a = sta
+                prev_b = stb
+                for t in range(ktiles):
+                    ac.pipeline.consumer_wait(pa, sta)
+                    ac.pipeline.consumer_wait(pb, stb)
+                    acc = ac.wgmma_fence(acc)
+                    for kk in range(BK // 16):
+                        acc = ac.wgmma_mma_async(
+                            acc,
+                            ac.wgmma_descriptor(sa[sta.slot, 64 * c:64 * c + 64, 16 * kk:16 * kk + 16],
+                                                swizzle=SWIZZLE),
+                            ac.wgmma_descriptor(sb[stb.slot, :, 16 * kk:16 * kk + 16, :],
+                                                swizzle=SWIZZLE, major="MN"),
+                            dtype=dtype, scale_d=(t > 0) or (kk > 0), trans_b=True)
+                    ac.wgmma_commit_group()
+                    acc = ac.wgmma_wait_group(1, acc)
+                    if t > 0 and leader:
+                        ac.pipeline.consumer_release(pa, prev_a)
+                        ac.pipeline.consumer_release(pb, prev_b)  # in both CTAs
+                    prev_a = sta
+                    prev_b = stb
+                    sta = ac.pipeline.advance(pa, sta)
+                    stb = ac.pipeline.advance(pb, stb)
+                acc = ac.wgmma_wait_group(0, acc)
+                if leader:
+                    ac.pipeline.consumer_release(pa, prev_a)
+                    ac.pipeline.consumer_release(pb, prev_b)
+                ac.wgmma_store(acc, C, m0 + 64 * c, n0, dtype=out)
+        ac.cluster_sync()  # no CTA exits while its peer may still multicast or arrive into it
+
     # launch bounds give the kernel the register limit setmaxnreg needs (the
     # simulator's jit takes no launch bounds and simulates no registers)
     jit = cuda.jit if ac.sim.ENABLED else cuda.jit(launch_bounds=(THREADS, 1))
-    return Hgemm(jit(hgemm), bn, stages, shared_bytes(bn, stages))
+    fn = hgemm_cluster if cluster == 2 else hgemm_persistent if persistent else hgemm
+    return Hgemm(jit(fn), bn, stages, shared_bytes(bn, stages), persistent, cluster)
 
 
 @dataclass(frozen=True)
@@ -182,6 +362,8 @@ class Hgemm:
     bn: int
     stages: int
     smem: int
+    persistent: bool = False
+    cluster: int = 1
 
 
 def shared_bytes(bn: int, stages: int) -> int:
@@ -198,20 +380,108 @@ def grid(M: int, N: int, bn: int) -> tuple[int, int]:
     return (-(-N // bn), -(-M // BM))
 
 
+def persistent_grid(M: int, N: int, bn: int, sms: int, cluster: int = 1) -> int:
+    """Blocks of the persistent kernel: one per multiprocessor, at most one
+    per tile (a multiple of ``cluster``: pairs of vertically adjacent tiles)."""
+    if cluster == 2:
+        pairs = -(-N // bn) * -(-M // (2 * BM))
+        return 2 * max(1, min(pairs, sms // 2))
+    tiles = -(-N // bn) * -(-M // BM)
+    return max(1, min(tiles, sms))
+
+
+@lru_cache(maxsize=None)
+def _sms() -> int:
+    if ac.sim.ENABLED:
+        return 2  # the simulator's device has no multiprocessors: two blocks walk the tiles
+    return cuda.get_current_device().MULTIPROCESSOR_COUNT
+
+
 def check_shape(M: int, N: int, K: int) -> None:
     if min(M, N, K) <= 0 or K % 8 or N % 8:
         raise ValueError(f"hgemm needs M, N, K > 0 and K, N multiples of 8 (16-byte rows for "
                          f"TMA); got M={M}, N={N}, K={K}")
 
 
-def run(gemm: Hgemm, A: Any, B: Any, C: Any, maps: tuple | None = None, stream: Any = 0) -> None:
-    """C = A @ B with a kernel from :func:`make_hgemm` (device arrays or torch tensors)."""
+#: (kernel, C's kind and dtype) -> clusters resident at once (the query compiles the kernel)
+_RESIDENT: dict = {}
+
+
+def _blocks(gemm: Hgemm, M: int, N: int, blocks: int | None, args: tuple) -> Any:
+    """The launch grid: a block a tile, or the persistent grid (``blocks``,
+    else one block per multiprocessor; in clusters, as many pairs as
+    ``ac.max_active_clusters`` says can be resident at once, at most one
+    per tile pair: a pair that is not resident would wait for a whole
+    persistent walk to end)."""
+    if not gemm.persistent:
+        return grid(M, N, gemm.bn)
+    if blocks is not None:
+        return int(blocks)
+    if gemm.cluster == 1 or ac.sim.ENABLED:
+        return persistent_grid(M, N, gemm.bn, _sms(), gemm.cluster)
+    key = (gemm, type(args[2]).__name__, str(getattr(args[2], "dtype", "")))
+    if key not in _RESIDENT:
+        _RESIDENT[key] = ac.max_active_clusters(gemm.kernel, THREADS, args=args,
+                                                shared_mem=gemm.smem)
+    return persistent_grid(M, N, gemm.bn, 2 * _RESIDENT[key], gemm.cluster)
+
+
+def _check_blocks(gemm: Hgemm, blocks: int | None) -> None:
+    if blocks is None:
+        return
+    if not gemm.persistent or int(blocks) < 1 or int(blocks) % gemm.cluster:
+        raise ValueError(f"blocks={blocks!r}: only a persistent kernel takes a block count, "
+                         f"at least 1 and a multiple of its cluster ({gemm.cluster})")
+
+
+def run(gemm: Hgemm, A: Any, B: Any, C: Any, maps: tuple | None = None, stream: Any = 0,
+        blocks: int | None = None) -> None:
+    """C = A @ B with a kernel from :func:`make_hgemm` (device arrays or torch tensors).
+    ``blocks``: the persistent kernel's grid (default: one block per
+    multiprocessor, at most one per tile)."""
     M, K = A.shape
     N = B.shape[1]
     check_shape(M, N, K)
+    _check_blocks(gemm, blocks)
     ta, tb = maps if maps is not None else tensor_maps(A, B)
-    ac.launch(gemm.kernel, grid(M, N, gemm.bn), THREADS, (ta, tb, C, K), shared_mem=gemm.smem,
-              stream=stream)
+    g = _blocks(gemm, M, N, blocks, (ta, tb, C, K))
+    ac.launch(gemm.kernel, g, THREADS, (ta, tb, C, K), shared_mem=gemm.smem, stream=stream)
+
+
+def bind(gemm: Hgemm, A: Any, B: Any, C: Any, maps: tuple | None = None, stream: Any = 0,
+         blocks: int | None = None) -> Callable[[], None]:
+    """A launcher of ``C = A @ B`` whose arguments are converted once: the
+    arrays as Numba device arrays viewing the same memory
+    (``ac.as_device_array``: torch tensors, bf16 ones too) and the tensor
+    maps as their device buffers, so each call takes ``ac.launch``'s
+    prepared path (microseconds of host time) instead of converting torch
+    tensors and maps on every launch (hundreds of microseconds, as long as
+    a 4096^3 GEMM runs).  Keep using the same ``A``, ``B``, ``C``.
+
+    Example::
+
+        gemm = hgemm.make_hgemm(bn=256, dtype="bf16", out="bf16", persistent=True)
+        go = hgemm.bind(gemm, A, B, C)   # torch tensors or device arrays
+        for _ in range(10):
+            go()
+    """
+    M, K = A.shape
+    N = B.shape[1]
+    check_shape(M, N, K)
+    _check_blocks(gemm, blocks)
+    a, b, c = (ac.as_device_array(x, "hgemm.bind", n) for x, n in ((A, "A"), (B, "B"), (C, "C")))
+    ta, tb = maps if maps is not None else tensor_maps(a, b)
+    g = _blocks(gemm, M, N, blocks, (ta, tb, c, K))
+    # (the simulator's kernels take the maps themselves)
+    args = (ta, tb, c, K) if ac.sim.ENABLED else (ta.device, tb.device, c, K)
+    keep = (A, B, C, ta, tb)  # the memory the views and maps point into
+
+    def launch() -> None:
+        ac.launch(gemm.kernel, g, THREADS, args, shared_mem=gemm.smem, stream=stream)
+
+    launch.keep = keep  # type: ignore[attr-defined]
+    launch.grid = g  # type: ignore[attr-defined]
+    return launch
 
 
 def flops(M: int, N: int, K: int) -> int:

@@ -92,8 +92,8 @@ def test_a_figure_that_changes_in_the_results_makes_the_page_stale(tmp_path, mon
     with open(os.path.join(ROOT, "README.md")) as f:
         readme = f.read()
     assert _readme.current(readme, "bench-headline") == published.headline()
-    committed, _ = published.row("numba_staged_copy", "torch_copy")
-    src = os.path.join(ROOT, published.RESULTS[0])
+    committed, run = published.row("numba_staged_copy", "torch_copy")
+    src = os.path.join(ROOT, run["path"])
     with open(src) as f:
         data = json.load(f)
     for m in data["measurements"]:
@@ -102,7 +102,8 @@ def test_a_figure_that_changes_in_the_results_makes_the_page_stale(tmp_path, mon
             m["figure"] /= 1.1
     changed = tmp_path / "results.json"
     changed.write_text(json.dumps(data))
-    monkeypatch.setattr(published, "RESULTS", (str(changed),) + published.RESULTS[1:])
+    monkeypatch.setattr(published, "RESULTS",
+                        tuple(str(changed) if p == run["path"] else p for p in published.RESULTS))
     published.load.cache_clear()
     try:
         new = published.headline()

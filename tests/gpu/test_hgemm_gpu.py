@@ -61,6 +61,107 @@ def test_hgemm_converted_output(out):
     np.testing.assert_array_equal(c.copy_to_host().view(np.uint8), want.view(np.uint8))
 
 
+@pytest.mark.parametrize("M,N,K,blocks", [(128, 256, 64, None),
+                                           pytest.param(300, 264, 1000, 3, marks=LARGE),
+                                           pytest.param(1000, 1000, 200, None, marks=LARGE),
+                                           pytest.param(136, 520, 72, 1, marks=LARGE),
+                                           pytest.param(4096, 2048, 128, 7, marks=LARGE)])
+@pytest.mark.parametrize("bn,dtype", [(256, "bf16"), (128, "f16")])
+def test_hgemm_persistent_matches_numpy(M, N, K, blocks, bn, dtype):
+    # non-multiples of the tile, a block walking many tiles (blocks < tiles), the default grid
+    a, av = inputs((M, K), dtype)
+    b, bv = inputs((K, N), dtype)
+    ref = (av @ bv).astype(np.float32)
+    g = hgemm.make_hgemm(bn=bn, dtype=dtype, persistent=True)
+    c = cuda.to_device(np.full((M, N), np.nan, np.float32))
+    hgemm.run(g, cuda.to_device(a), cuda.to_device(b), c, blocks=blocks)
+    np.testing.assert_array_equal(c.copy_to_host(), ref)
+
+
+@pytest.mark.parametrize("out", ["bf16", "float16"])
+@pytest.mark.parametrize("M,N", [pytest.param(512, 512, marks=LARGE), (200, 264)])
+def test_hgemm_persistent_converted_output(out, M, N):
+    # 16-bit stores: the paired fast path (whole 64 x 256 blocks) and the masked edges
+    K = 128
+    a, av = inputs((M, K), "bf16")
+    b, bv = inputs((K, N), "bf16")
+    ref = (av @ bv).astype(np.float32)
+    g = hgemm.make_hgemm(bn=256, dtype="bf16", out=out, persistent=True)
+    dt = np.uint16 if out == "bf16" else np.float16
+    c = cuda.to_device(np.full((M, N), 0x7E7E if out == "bf16" else np.nan, dt))
+    hgemm.run(g, cuda.to_device(a), cuda.to_device(b), c, blocks=2)
+    want = to_bf16_bits(ref) if out == "bf16" else ref.astype(np.float16)
+    np.testing.assert_array_equal(c.copy_to_host().view(np.uint8), want.view(np.uint8))
+
+
+def test_hgemm_store_into_a_strided_view_takes_the_masked_path():
+    # C a column slice of a wider array: rows 1028 bytes apart, the first element 4 bytes past
+    # an 8-byte boundary, so the float32 pairs are misaligned and the store takes the masked path
+    M, N, K = 128, 256, 64
+    a, av = inputs((M, K), "bf16")
+    b, bv = inputs((K, N), "bf16")
+    ref = (av @ bv).astype(np.float32)
+    g = hgemm.make_hgemm(bn=256, dtype="bf16", out="float32")
+    wide = cuda.to_device(np.full((M, N + 1), np.nan, np.float32))
+    hgemm.run(g, cuda.to_device(a), cuda.to_device(b), wide[:, 1:])
+    got = wide.copy_to_host()
+    np.testing.assert_array_equal(got[:, 1:], ref)
+    assert np.isnan(got[:, 0]).all()
+
+
+@pytest.mark.parametrize("M,N,K,blocks", [(256, 256, 64, None),
+                                           pytest.param(300, 264, 1000, 2, marks=LARGE),
+                                           pytest.param(1000, 1000, 200, None, marks=LARGE),
+                                           pytest.param(136, 520, 72, 4, marks=LARGE),
+                                           pytest.param(4096, 2048, 128, 6, marks=LARGE)])
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_hgemm_cluster_matches_numpy(M, N, K, blocks, dtype):
+    # 2-CTA clusters multicasting B: an odd count of m-tiles (the pair's second tile empty),
+    # pairs walking several tile pairs, the default grid
+    a, av = inputs((M, K), dtype)
+    b, bv = inputs((K, N), dtype)
+    ref = (av @ bv).astype(np.float32)
+    g = hgemm.make_hgemm(bn=256, dtype=dtype, persistent=True, cluster=2)
+    c = cuda.to_device(np.full((M, N), np.nan, np.float32))
+    hgemm.run(g, cuda.to_device(a), cuda.to_device(b), c, blocks=blocks)
+    np.testing.assert_array_equal(c.copy_to_host(), ref)
+
+
+def test_hgemm_run_refuses_blocks_for_a_kernel_that_is_not_persistent():
+    g = hgemm.make_hgemm(bn=128, dtype="bf16")
+    z = cuda.to_device(np.zeros((64, 64), np.uint16))
+    with pytest.raises(ValueError, match="only a persistent kernel"):
+        hgemm.run(g, z, z, cuda.to_device(np.zeros((64, 64), np.float32)), blocks=2)
+    g2 = hgemm.make_hgemm(bn=256, dtype="bf16", persistent=True, cluster=2)
+    with pytest.raises(ValueError, match="a multiple of its cluster"):
+        hgemm.run(g2, z, z, cuda.to_device(np.zeros((64, 64), np.float32)), blocks=3)
+    with pytest.raises(ValueError, match="persistent=True only"):
+        hgemm.make_hgemm(bn=256, cluster=2)
+
+
 def test_hgemm_rejects_shapes_tma_cannot_map():
     with pytest.raises(ValueError, match="multiples of 8"):
         hgemm.check_shape(128, 100, 64)
+
+
+@LARGE
+@pytest.mark.parametrize("persistent", [False, True])
+def test_hgemm_bind_launches_repeatedly_with_device_arrays_and_torch_tensors(persistent):
+    M, N, K = 264, 520, 136
+    a, av = inputs((M, K), "bf16")
+    b, bv = inputs((K, N), "bf16")
+    ref = (av @ bv).astype(np.float32)
+    g = hgemm.make_hgemm(bn=256, dtype="bf16", persistent=persistent)
+    c = cuda.to_device(np.full((M, N), np.nan, np.float32))
+    go = hgemm.bind(g, cuda.to_device(a), cuda.to_device(b), c)
+    go()
+    np.testing.assert_array_equal(c.copy_to_host(), ref)
+    c[:] = np.nan
+    go()  # the same launcher again
+    np.testing.assert_array_equal(c.copy_to_host(), ref)
+    torch = pytest.importorskip("torch")
+    ta = torch.from_numpy(a.view(np.int16)).cuda().view(torch.bfloat16)
+    tb = torch.from_numpy(b.view(np.int16)).cuda().view(torch.bfloat16)
+    tc = torch.full((M, N), float("nan"), device="cuda")
+    hgemm.bind(g, ta, tb, tc)()
+    np.testing.assert_array_equal(tc.cpu().numpy(), ref)
