@@ -139,6 +139,12 @@ def comparisons(quick: bool) -> list[Comparison]:
         for d in _TC_DTYPES:
             rows.append(Comparison(f"HGEMM {d} {n}^3 (wgmma)", f"numba_hgemm_{d}_{n}",
                                    f"cublas_hgemm_{d}_{n}", 0.80 if n >= 8192 else 0.75))
+    # fp8 (suites_fp8.py): information, no target: against torch._scaled_mm, same scales
+    from .suites_fp8 import SIZES as _FP8_SIZES
+
+    for n in _FP8_SIZES["quick" if quick else "full"]:
+        rows.append(Comparison(f"fp8 e4m3 GEMM {n}^3 (wgmma, information)", f"numba_fp8_gemm_{n}",
+                               f"cublas_fp8_gemm_{n}", None))
     rows += [
         # two changes at once: the async kernel also computes a 4x4 patch a
         # thread with float4 stores, the plain one one point a thread
