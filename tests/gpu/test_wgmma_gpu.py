@@ -261,16 +261,20 @@ def test_every_n_fp8_with_f16_accumulation(dtype, n):
     check(*run(build(n, dtype=dtype, acc="f16"), 128))
 
 
-@pytest.mark.parametrize("store", ["float16", "bf16"])
-def test_f16_accumulator_store_as_f16_and_bf16(store):
-    """An f16 fragment stored to float16 (its bits) and to bf16 (rounded):
-    the exact values come back unchanged, masked at an offset."""
+@pytest.mark.parametrize("store,scale", [("float16", None), ("bf16", None), ("float16", -0.25),
+                                         ("bf16", 3.0)])
+def test_f16_accumulator_store_as_f16_and_bf16(store, scale):
+    """An f16 fragment stored to float16 (its bits) and to bf16 (rounded),
+    and times a scale (in f32, then converted): the exact values come back
+    unchanged, masked at an offset."""
     cfg = build(72, dtype="f16", acc="f16")
+    sc = "" if scale is None else f", scale={scale}"
     src = cfg[4].replace("ac.wgmma_store(acc, c, 64 * wg, 0)",
-                         f"ac.wgmma_store(acc, c, 64 * wg + 5, 3, dtype=\"{store}\")")
+                         f"ac.wgmma_store(acc, c, 64 * wg + 5, 3, dtype=\"{store}\"{sc})")
     g = {"cuda": cuda, "np": np, "ac": ac}
     exec(compile(textwrap.dedent(src), "<f16 store>", "exec"), g)
     kern, (a, ga), (b, gb), ref = cuda.jit(g["kernel"]), cfg[1], cfg[2], cfg[3]
+    ref = ref if scale is None else scale * ref  # multiples of 1/16 below 2**10: still exact
     dga, dgb = cuda.to_device(ga), cuda.to_device(gb)
     ta = ac.TensorMap(dga, a.box, swizzle=a.sw)
     tb = ac.TensorMap(dgb, b.box, swizzle=b.sw)
