@@ -1,7 +1,8 @@
 """Warpgroup MMA on the GPU: every N of m64nNk16 (8..256 step 8), A from a
 descriptor and from registers, K- and M/N-major operands (the transpose
 immediates), every swizzle mode, two warpgroups splitting M, fp16 and bf16
-(plus tf32 and fp8) inputs, scale-d and negation, fragment stores with
+(plus tf32 and fp8) inputs, f16 accumulation (every N, both A sources, fp8
+inputs), scale-d and negation, fragment stores with
 conversion and masking (setmaxnreg runs in the HGEMM example, which has the
 launch bounds it needs).  Tiles are written by TMA copies
 with the swizzle the descriptor names; inputs are fresh random values that
