@@ -237,6 +237,16 @@ wgmma_fragment = _rule(
     "wgmma_fragment",
     "`{name}` must be an f32 accumulator fragment of an m64nN MMA, a tuple of N/2 float32 "
     "(ac.wgmma_zero(N)) for N in 8..256 step 8, got {got}")
+#: the f16 fragment's words, appended to wgmma_fragment where either kind would do
+wgmma_fragment_f16 = _rule(
+    "wgmma_fragment_f16",
+    "or an f16 accumulator fragment, a tuple of N/4 uint32 (packed f16 pairs, "
+    "ac.wgmma_zero(N, dtype='f16'))")
+#: PTX: .f16 accumulators take .f16 or fp8 inputs; bf16 and tf32 accumulate in f32 only
+wgmma_acc_dtype = _rule(
+    "wgmma_acc_dtype",
+    "dtype={dtype!r} inputs accumulate in f32 only, but `acc` is an f16 fragment: make it "
+    "with ac.wgmma_zero(N) (f16 accumulation takes 'f16', 'e4m3' or 'e5m2' inputs)")
 wgmma_no_transpose = _rule(
     "wgmma_no_transpose",
     "dtype={dtype!r} operands are K-major only: `trans_a`/`trans_b` must be False")

@@ -15,7 +15,10 @@ The pieces:
 - An accumulator *fragment* is a Numba value, a tuple of N/2 float32
   (:func:`wgmma_zero`), that :func:`wgmma_mma_async` takes and returns; it
   stays in registers as long as the kernel indexes it only with constants
-  (pass it on whole; use :func:`wgmma_store` to write it out).
+  (pass it on whole; use :func:`wgmma_store` to write it out).  An f16
+  accumulator (``wgmma_zero(N, dtype="f16")``, f16 or fp8 inputs) is a
+  tuple of N/4 uint32, each holding two f16 of the f32 layout's adjacent
+  elements (``2w``, ``2w + 1``): half the registers.
 - :func:`wgmma_fence`, :func:`wgmma_commit_group` and
   :func:`wgmma_wait_group` order the asynchronous MMAs.  The fence and the
   wait take the fragment and return it, so the compiler cannot move a read
@@ -61,15 +64,28 @@ SWIZZLE_CODES = {None: 0, 128: 1, 64: 2, 32: 3}
 MAJORS = ("K", "MN")
 #: bytes of one row of a K-major operand slice (K elements), for every input type
 K_BYTES = 32
+#: accumulator types (PTX's D type): f32 for every input, f16 for f16 and fp8 inputs
+ACC_TYPES = ("f32", "f16")
+F16_ACC_INPUTS = ("f16", "e4m3", "e5m2")
 
 # --- compile time -----------------------------------------------------------------
 
 
+def fragment_info(api: str, ty, name: str = "acc") -> tuple[int, str]:
+    """(N, accumulator type) of a fragment: N/2 float32 (``"f32"``) or N/4
+    uint32 of packed f16 pairs (``"f16"``)."""
+    if isinstance(ty, types.UniTuple):
+        if ty.dtype == types.float32 and 2 * ty.count in WGMMA_N:
+            return 2 * ty.count, "f32"
+        if ty.dtype == types.uint32 and 4 * ty.count in WGMMA_N:
+            return 4 * ty.count, "f16"
+    raise TypingError(f"{api}: {_rules.wgmma_fragment(name=name, got=ty)}; "
+                      f"{_rules.wgmma_fragment_f16()}")
+
+
 def fragment_n(api: str, ty, name: str = "acc") -> int:
-    """The N of an f32 accumulator fragment (a UniTuple of N/2 float32)."""
-    if isinstance(ty, types.UniTuple) and ty.dtype == types.float32 and 2 * ty.count in WGMMA_N:
-        return 2 * ty.count
-    raise TypingError(f"{api}: {_rules.wgmma_fragment(name=name, got=ty)}")
+    """The N of an accumulator fragment (f32 or f16)."""
+    return fragment_info(api, ty, name)[0]
 
 
 def _check_descriptor(api: str, name: str, ty) -> None:
@@ -116,13 +132,15 @@ def _pack_fragment(context, builder, ty, values):
 
 
 def _tied(builder, text: str, values, extra=(), extra_cons=()):
-    """Run ``text`` with the fragment ``values`` as tied in/out ``f``
-    registers ($0..$m-1 out, $m..$2m-1 in), then ``extra`` inputs; returns
-    the new values.  The asm both reads and redefines every accumulator
-    register, so nothing is moved across it."""
+    """Run ``text`` with the fragment ``values`` as tied in/out registers
+    ($0..$m-1 out, $m..$2m-1 in: ``f`` for f32 accumulators, ``r`` for the
+    b32 words of f16 ones), then ``extra`` inputs; returns the new values.
+    The asm both reads and redefines every accumulator register, so nothing
+    is moved across it."""
     m = len(values)
-    cons = ["=f"] * m + [str(i) for i in range(m)] + list(extra_cons)
-    ret = ir.LiteralStructType([ir.FloatType()] * m)
+    reg = "f" if isinstance(values[0].type, ir.FloatType) else "r"
+    cons = [f"={reg}"] * m + [str(i) for i in range(m)] + list(extra_cons)
+    ret = ir.LiteralStructType([values[0].type] * m)
     r = asm(builder, text, ",".join(cons), list(values) + list(extra), ret=ret)
     return [builder.extract_value(r, i) for i in range(m)]
 
@@ -158,10 +176,10 @@ def wgmma_fence(typingctx, acc=None):
             return context.get_dummy_value()
 
         return types.none(acc), codegen
-    n = fragment_n(api, acc)
+    fragment_n(api, acc)
 
     def codegen(context, builder, sig, args):
-        vals = _tied(builder, text, _fragment_values(builder, args[0], n // 2))
+        vals = _tied(builder, text, _fragment_values(builder, args[0], acc.count))
         return _pack_fragment(context, builder, sig.return_type, vals)
 
     return acc(acc), codegen
@@ -217,7 +235,8 @@ def wgmma_wait_group(typingctx, n, acc=None):
             return context.get_dummy_value()
 
         return types.none(n, acc), codegen
-    m = fragment_n(api, acc) // 2
+    fragment_n(api, acc)
+    m = acc.count
 
     def codegen(context, builder, sig, args):
         vals = _tied(builder, text, _fragment_values(builder, args[1], m))
@@ -235,14 +254,16 @@ def wgmma_mma_async(typingctx, acc, a, b, *, dtype=None, scale_d=True, scale_a=1
     """Issue D = A x B + D (``scale_d`` true) or D = A x B (false) for one
     m64nNk warpgroup tile; returns the new accumulator fragment.
 
-    PTX: ``wgmma.mma_async.sync.aligned.m64nNkK.f32.T.T d, a-desc|a-regs,
+    PTX: ``wgmma.mma_async.sync.aligned.m64nNkK.D.T.T d, a-desc|a-regs,
     b-desc, scale-d, imm-scale-a, imm-scale-b{, imm-trans-a, imm-trans-b};``
     (sm_90a, PTX ISA 8.0), warpgroup-collective, asynchronous: commit it
     (:func:`wgmma_commit_group`) and wait (:func:`wgmma_wait_group`) before
     reading the result or changing the shared tiles it reads.
 
     - ``acc``: the f32 fragment of N/2 values (``ac.wgmma_zero(N)``), N in
-      8..256 step 8; its length gives N.
+      8..256 step 8; its length gives N.  An f16 fragment (N/4 uint32,
+      ``ac.wgmma_zero(N, dtype="f16")``) makes the MMA accumulate in f16
+      (D type ``.f16``): f16 and fp8 inputs only.
     - ``a``: a descriptor of the 64 x K tile of A (``ac.wgmma_descriptor``),
       or the A fragment in registers (4 x uint32, :func:`wgmma_load_a`).
     - ``b``: a descriptor of the N x K tile of B (K-major) or, with
@@ -267,12 +288,15 @@ def wgmma_mma_async(typingctx, acc, a, b, *, dtype=None, scale_d=True, scale_a=1
         acc = ac.wgmma_wait_group(0, acc)
     """
     api = "wgmma_mma_async"
-    n = fragment_n(api, acc)
+    n, acc_t = fragment_info(api, acc)
     regs_a = _a_is_registers(api, a)
     _check_descriptor(api, "b", b)
     t = literal_value(dtype, api, "dtype", kind=str, allowed=tuple(WGMMA_INPUTS))
     ptx_t, k, _ = WGMMA_INPUTS[t]
-    row = select("wgmma.mma_async" if t in ("bf16", "f16") else f"wgmma.mma_async.{'tf32' if t == 'tf32' else 'f8'}")
+    if acc_t == "f16" and t not in F16_ACC_INPUTS:
+        raise TypingError(f"{api}: {_rules.wgmma_acc_dtype(dtype=t)}")
+    key = "wgmma.mma_async" if t in ("bf16", "f16") else f"wgmma.mma_async.{'tf32' if t == 'tf32' else 'f8'}"
+    row = select(key + (".f16" if acc_t == "f16" else ""))
     sd = bool_or_runtime(scale_d, api, "scale_d")
     sa, sb = _imm_scale(api, "scale_a", scale_a), _imm_scale(api, "scale_b", scale_b)
     ta, tb = _flag(api, "trans_a", trans_a), _flag(api, "trans_b", trans_b)
@@ -282,7 +306,7 @@ def wgmma_mma_async(typingctx, acc, a, b, *, dtype=None, scale_d=True, scale_a=1
         raise TypingError(f"{api}: `trans_a`=True needs A from a descriptor (A in registers "
                           "is always K-major, as wgmma_load_a lays it out)")
     opcode = row.opcode.format(n=n, k=k, t=ptx_t)
-    m = n // 2
+    m = acc.count  # N/2 f32 or N/4 b32 (f16 pairs) registers
     a_ops = _regs(2 * m, 4) if regs_a else f"${2 * m}"
     nxt = 2 * m + (4 if regs_a else 1)
     imms = [str(sa), str(sb)]
@@ -431,25 +455,35 @@ def _check_descriptor_view(context, builder, api, v: View, addr, s, sw, mj, isz)
 
 
 @intrinsic
-def wgmma_zero(typingctx, n):
-    """A zero f32 accumulator fragment of an m64nN MMA (N/2 float32 per
-    thread); ``n`` a constant in 8..256 step 8.  No PTX form of its own.
+def wgmma_zero(typingctx, n, dtype="f32"):
+    """A zero accumulator fragment of an m64nN MMA; ``n`` a constant in
+    8..256 step 8.  No PTX form of its own.
+
+    ``dtype`` (a constant): ``"f32"`` (the default: N/2 float32 a thread)
+    or ``"f16"`` (f16 accumulation, for f16 and fp8 inputs: N/4 uint32 a
+    thread, each two f16 of adjacent columns).
 
     Example::
 
-        acc = ac.wgmma_zero(256)      # 128 registers a thread
+        acc = ac.wgmma_zero(256)                  # 128 registers a thread
+        acc16 = ac.wgmma_zero(256, dtype="f16")   # 64 registers a thread
     """
     api = "wgmma_zero"
     nv = literal_value(n, api, "n", kind=int)
     if nv not in WGMMA_N:
         raise TypingError(f"{api}: `n`={nv} is not an N of m64nNk16 (8..256 in steps of 8)")
-    ty = types.UniTuple(types.float32, nv // 2)
+    dt = literal_value(dtype, api, "dtype", kind=str, allowed=ACC_TYPES)
+    if dt == "f16":
+        ty = types.UniTuple(types.uint32, nv // 4)
+        zero = ir.Constant(I32, 0)
+    else:
+        ty = types.UniTuple(types.float32, nv // 2)
+        zero = ir.Constant(ir.FloatType(), 0.0)
 
     def codegen(context, builder, sig, args):
-        zero = ir.Constant(ir.FloatType(), 0.0)
-        return _pack_fragment(context, builder, ty, [zero] * (nv // 2))
+        return _pack_fragment(context, builder, ty, [zero] * ty.count)
 
-    return ty(n), codegen
+    return ty(n, dtype), codegen
 
 
 def _lane_coords(builder):
@@ -466,7 +500,7 @@ STORE_TYPES = ("float32", "float16", "bf16")
 
 
 @intrinsic
-def wgmma_store(typingctx, acc, out, row0, col0, *, dtype=None):
+def wgmma_store(typingctx, acc, out, row0, col0, *, dtype=None, scale=None):
     """Store the warpgroup's m64nN fragment ``acc`` to ``out[row0:row0 + 64,
     col0:col0 + N]`` (a 2-D array in global or shared memory); elements past
     ``out``'s edges are not stored (a masked store).
@@ -474,16 +508,23 @@ def wgmma_store(typingctx, acc, out, row0, col0, *, dtype=None):
     ``dtype`` (a constant) converts: ``"float32"`` (the default for a
     float32 ``out``), ``"float16"`` (float16 ``out``, round to nearest) or
     ``"bf16"`` (``out`` of uint16/int16 holding bfloat16 bits,
-    ``cvt.rn.bf16.f32``).  Every thread of the warpgroup calls it with the
-    same ``row0``/``col0``; no lane arithmetic in user code.
+    ``cvt.rn.bf16.f32``).  An f16 fragment (``wgmma_zero(N, dtype="f16")``)
+    stores its f16 values as they are to a float16 ``out``, widened exactly
+    to float32, or rounded to bf16.  Every thread of the warpgroup calls it
+    with the same ``row0``/``col0``; no lane arithmetic in user code.
+
+    ``scale`` (a run-time float, optional) multiplies every element in f32
+    before the conversion: a GEMM's alpha, or the product of an fp8 GEMM's
+    per-tensor scales.
 
     Example::
 
         acc = ac.wgmma_wait_group(0, acc)
         ac.wgmma_store(acc, c, 64 * cuda.blockIdx.y, 128 * cuda.blockIdx.x)
+        ac.wgmma_store(acc, c16, 0, 0, dtype="bf16", scale=sa * sb)   # scaled, to bf16
     """
     api = "wgmma_store"
-    n = fragment_n(api, acc)
+    n, acc_t = fragment_info(api, acc)
     if not (isinstance(out, types.Array) and out.ndim == 2):
         raise TypingError(f"{api}: `out` must be a 2-D array, got {out}")
     for name, ty in (("row0", row0), ("col0", col0)):
@@ -497,7 +538,11 @@ def wgmma_store(typingctx, acc, out, row0, col0, *, dtype=None):
         raise TypingError(f"{api}: `out` of {out.dtype} cannot hold dtype={dt!r}: float32 and "
                           "float16 arrays store as themselves, bf16 goes to a uint16/int16 array "
                           "(dtype=\"bf16\")")
-    m = n // 2
+    scaled = not (scale is None or isinstance(scale, (types.NoneType, types.Omitted)))
+    number = getattr(scale, "literal_type", scale)
+    if scaled and (isinstance(number, types.Boolean)
+                   or not isinstance(number, (types.Float, types.Integer))):
+        raise TypingError(f"{api}: `scale` must be a number (a float32 multiplier), got {scale}")
 
     def codegen(context, builder, sig, args):
         aty = sig.args[1]
@@ -510,7 +555,18 @@ def wgmma_store(typingctx, acc, out, row0, col0, *, dtype=None):
         lrow, lcol = _lane_coords(builder)
         base_r = builder.add(r0, builder.zext(lrow, intp))
         base_c = builder.add(c0, builder.zext(lcol, intp))
-        vals = _fragment_values(builder, args[0], m)
+        vals = _fragment_values(builder, args[0], acc.count)
+        if acc_t == "f16":  # element j: half j % 2 of word j // 2, widened exactly to f32
+            halves = []
+            for w in vals:
+                for e in range(2):
+                    bits = builder.trunc(builder.lshr(w, ir.Constant(I32, 16 * e)), ir.IntType(16))
+                    halves.append(builder.fpext(builder.bitcast(bits, ir.HalfType()), ir.FloatType()))
+            vals = halves
+        if scaled:  # in f32, before the conversion
+            sty = getattr(sig.args[5], "literal_type", sig.args[5])
+            f = context.cast(builder, args[5], sty, types.float32)
+            vals = [builder.fmul(v, f) for v in vals]
         isz = context.get_abi_sizeof(context.get_data_type(aty.dtype))
         k = lambda x: ir.Constant(intp, x)  # noqa: E731
         # the whole 64 x N block inside `out`, rows dense and pairs aligned:
@@ -531,7 +587,7 @@ def wgmma_store(typingctx, acc, out, row0, col0, *, dtype=None):
                 _store_masked(context, builder, aty, ary, shape, strides, base_r, base_c, vals, dt)
         return context.get_dummy_value()
 
-    return types.void(acc, out, row0, col0, dtype), codegen
+    return types.void(acc, out, row0, col0, dtype, scale), codegen
 
 
 #: the PTX that packs two f32 into one 32-bit pair of 16-bit values (the first, low half)

@@ -160,6 +160,12 @@ def comparisons(quick: bool) -> list[Comparison]:
                             f"compile_hgemm_first_{d}", None, None),
                  Comparison(f"HGEMM {d} compiled call, host time (information)",
                             f"compile_hgemm_cached_{d}", None, None)]
+    # fp8 (suites_fp8.py): information, no target: against torch._scaled_mm, same scales
+    from .suites_fp8 import SIZES as _FP8_SIZES
+
+    for n in _FP8_SIZES["quick" if quick else "full"]:
+        rows.append(Comparison(f"fp8 e4m3 GEMM {n}^3 (wgmma, information)", f"numba_fp8_gemm_{n}",
+                               f"cublas_fp8_gemm_{n}", None))
     rows += [
         # two changes at once: the async kernel also computes a 4x4 patch a
         # thread with float4 stores, the plain one one point a thread

@@ -24,6 +24,7 @@ from typing import Callable
 import numpy as np
 
 from . import suites_async as _async
+from . import suites_fp8 as _fp8
 from . import suites_mma as _mma
 from . import suites_tc as _tc
 from .copyrows import _torch
@@ -605,6 +606,7 @@ SUITES: dict[str, Callable[[Recorder], None]] = {
     **_mma.SUITES,  # hgemm_sm80 (suites_mma.py)
     "idioms": suite_idioms,
     "hgemm": _tc.suite_hgemm,  # tensor cores (suites_tc.py)
+    **_fp8.SUITES,  # fp8 GEMM vs torch._scaled_mm (suites_fp8.py)
 }
 
 def suite_keys(name: str, quick: bool) -> list[str]:
@@ -616,6 +618,8 @@ def suite_keys(name: str, quick: bool) -> list[str]:
         return list(_async.SUITE_KEYS[name])
     if name == "hgemm":
         return _tc.suite_keys(quick)
+    if name in _fp8.SUITES:
+        return _fp8.suite_keys(quick)
     if name == "idioms":
         from .idioms import SUITE_KEYS as idiom_keys
 

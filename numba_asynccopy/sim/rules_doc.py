@@ -41,6 +41,11 @@ DETECTIONS: tuple[tuple[str, str], ...] = (
     ("A wait that can never complete: one DeadlockError, root cause first",
      "engine.ClusterRun._deadlock_text"),
     ("Pipeline misuse (slots, phases, releases without a wait)", "pipeline"),
+    ("Warpgroup MMA: an accumulator read or passed on before its wait, an MMA no wgmma_fence "
+     "ordered, a TMA refill or a release of a slot an MMA still reads, a descriptor swizzle other "
+     "than the TMA map's", "wgmma"),
+    ("An ordinary store that changed bytes an in-flight MMA reads (found at the warpgroup's "
+     "first covering wait)", "wgmma._Op.check_unchanged"),
 )
 
 #: what the simulator cannot detect
@@ -54,6 +59,9 @@ BLIND_SPOTS: tuple[str, ...] = (
     "counts for every thread's stores, and a missing block barrier between another thread's "
     "fence and the copy's issue is not seen.",
     "Proxy ordering on global memory (`fence_proxy_async(\"global\")`).",
+    "An ordinary store into a shared tile that an in-flight `wgmma_mma_async` reads, when it "
+    "writes the values already there or comes after the first `wgmma_wait_group` of the "
+    "warpgroup that covers the MMA: the simulator compares the bytes the MMA read at that wait.",
     "A `dsmem_store` into another CTA's shared memory that the owner then reads locally without "
     "a cluster barrier or mbarrier between (the owner reads the stored value).",
     "Threads reading chunks another thread's `cp.async` wrote after only their own `wait_group` "

@@ -8,7 +8,10 @@ canonical layouts and the swizzle XOR on address bits), and computes
 ``D = (scale_a A) (scale_b B) + D`` with fp32 accumulation: bf16/fp16
 products are exact in float64 and the sum is rounded once to float32, so
 the simulator's result is within the GPU's fp32 rounding of the exact sum
-(the documented tolerance: ``K * 2**-23`` of ``sum |a b|``).
+(the documented tolerance: ``K * 2**-23`` of ``sum |a b|``).  With an f16
+accumulator (``wgmma_zero(N, dtype="f16")``) each MMA rounds the exact
+``A B + D`` once to f16: over K the result is within ``K / k`` f16
+roundings (``2**-11`` relative each, k = 16 or 32) of the exact sum.
 
 Each thread gets back a *pending* fragment: reading it (``acc[i]``) or
 passing it to anything but another MMA, ``wgmma_fence`` or
@@ -19,7 +22,10 @@ package's words (``numba_asynccopy._rules``): an MMA on accumulators no
 copy into a shared tile an in-flight MMA reads; a descriptor whose swizzle
 is not the one the TMA map that wrote the tile used, or whose tile is
 misaligned for it; a pipeline slot released (``consumer_release``) while an
-MMA that reads its tiles is not waited for.
+MMA that reads its tiles is not waited for; an ordinary store that changed
+bytes an MMA read before the first wait of its warpgroup covered it (found
+at that wait; a store of unchanged values, or one after a sibling thread's
+wait, is not seen).
 """
 
 from __future__ import annotations
@@ -80,6 +86,30 @@ class PendingFragment(tuple):
 
 def _plain(acc):
     return acc.values() if isinstance(acc, PendingFragment) else tuple(acc)
+
+
+def _is_f16(vals) -> bool:
+    """An f16 fragment holds uint32 words (two f16 each), an f32 one floats."""
+    return bool(vals) and isinstance(vals[0], (np.integer, int)) and not isinstance(vals[0], bool)
+
+
+def _typed(acc) -> tuple:
+    """The fragment as the values typing sees (float32, or uint32 words)."""
+    vals = _plain(acc)
+    return tuple((np.uint32 if _is_f16(vals) else np.float32)(v) for v in vals)
+
+
+def _elements(vals) -> list:
+    """The fragment's N/2 elements (as float64) in the f32 layout's order."""
+    if not _is_f16(vals):
+        return [float(v) for v in vals]
+    words = np.array([int(v) for v in vals], np.uint32)
+    return [float(x) for x in words.view(np.float16)]  # little-endian: low half first
+
+
+def _words(elems) -> list:
+    """N/2 f16 values -> N/4 uint32 words (element 2w in the low half)."""
+    return [np.uint32(w) for w in np.asarray(elems, np.float16).view(np.uint32)]
 
 
 class SimDescriptor(int):
@@ -174,7 +204,8 @@ def _read_operand(api, name, d, rows: int, k: int, isz: int, major: str):
     for j in range(isz):  # little-endian element bytes
         b |= raw[idx + j].astype(np.uint64) << np.uint64(8 * j)
     lo, hi = int(a.min()), int(a.max()) + isz
-    return b, (lo, hi)
+    every = (idx.reshape(-1)[:, None] + np.arange(isz)).reshape(-1)
+    return b, (lo, hi), [name, raw, base, every, raw[every].copy()]
 
 
 def _decode(bits: np.ndarray, dtype: str) -> np.ndarray:
@@ -213,6 +244,8 @@ def _on_shared_write(api: str, name: str, blk, tile: np.ndarray, barrier_addr: i
         if op.in_flight_for(th.thread.thread_id) and any(a < hi and lo < b for a, b in op.reads):
             raise rt.violation(api, _rules.wgmma_tile_in_flight(
                 what=f"`{name}` ({how})", issued=op.line))
+    for op in st["ops"]:
+        op.async_rewrote(lo, hi)
     st["written"] = [w for w in st["written"] if not (w[0] >= lo and w[1] <= hi)]
     st["written"].append((lo, hi, barrier_addr, swizzle, how))
 
@@ -248,6 +281,30 @@ class _Op:
     def __init__(self, line, wg):
         self.line, self.done, self.reads, self.result = line, False, [], None
         self.wg, self.retired = wg, set()  # threads whose wait covered it
+        # [operand, bytes of the shared array, its address, the byte indices
+        # read, their values]: an ordinary store into them before a thread's
+        # wait is found at that wait
+        self.snapshots: list = []
+
+    def check_unchanged(self) -> None:
+        """At the first wait of the warpgroup that covers the MMA: the bytes
+        it read are as it read them (less those an async copy rewrote since:
+        the TMA rule judges those), or a store of the generic proxy wrote
+        the tile while every thread of the warpgroup still had the MMA in
+        flight.  (A store after the first wait is not judged: the storing
+        thread may have waited already.)"""
+        snaps, self.snapshots = self.snapshots, []
+        for name, raw, _, every, seen in snaps:
+            if not np.array_equal(raw[every], seen):
+                raise rt.violation("wgmma_wait_group", _rules.wgmma_tile_in_flight(
+                    what=f"a store into the tile of `{name}` (its bytes changed before this "
+                         "wait covered the MMA)", issued=self.line))
+
+    def async_rewrote(self, lo: int, hi: int) -> None:
+        """An async copy (judged by its own rule) writes [lo, hi): forget those bytes."""
+        for snap in self.snapshots:
+            keep = ~((snap[3] + snap[2] >= lo) & (snap[3] + snap[2] < hi))
+            snap[3], snap[4] = snap[3][keep], snap[4][keep]
 
     def in_flight_for(self, tid: int) -> bool:
         """A thread of the issuing warpgroup sees the MMA in flight until its
@@ -303,7 +360,8 @@ def _coords(j, lane, warp):
 def wgmma_mma_async(acc, a, b, *, dtype=None, scale_d=True, scale_a=1, scale_b=1, trans_a=False,
                     trans_b=False):
     api = "wgmma_mma_async"
-    plain_acc = tuple(np.float32(v) for v in _plain(acc))
+    plain_acc = _typed(acc)
+    f16 = _is_f16(plain_acc)
     a_val = tuple(np.uint32(v) for v in a) if isinstance(a, tuple) else np.uint64(int(a))
     rt.validate(_dev.wgmma_mma_async, plain_acc, a_val, np.uint64(int(b)), dtype=dtype,
                 scale_d=bool(scale_d) if not isinstance(scale_d, bool) else scale_d,
@@ -317,7 +375,7 @@ def wgmma_mma_async(acc, a, b, *, dtype=None, scale_d=True, scale_a=1, scale_b=1
                "the fragment was made after the last wgmma_fence (pass it through "
                "acc = ac.wgmma_fence(acc))")
         raise rt.violation(api, _rules.wgmma_no_fence(why=why))
-    n = 2 * len(plain_acc)
+    n = (4 if f16 else 2) * len(plain_acc)
     _, k, isz = _dev.WGMMA_INPUTS[dtype]
     regs = isinstance(a, tuple)
 
@@ -327,7 +385,7 @@ def wgmma_mma_async(acc, a, b, *, dtype=None, scale_d=True, scale_a=1, scale_b=1
         A = np.zeros((64, k), np.uint64)
         for lane_wg, (vals, aregs) in parts.items():
             warp, lane = lane_wg // 32, lane_wg % 32
-            for j, v in enumerate(vals):
+            for j, v in enumerate(_elements(vals)):
                 D[_coords(j, lane, warp)] = v
             if regs:
                 for q, word in enumerate(aregs):
@@ -335,12 +393,15 @@ def wgmma_mma_async(acc, a, b, *, dtype=None, scale_d=True, scale_a=1, scale_b=1
                     c = 8 * (q // 2) + 2 * (lane % 4)
                     A[r, c], A[r, c + 1] = int(word) & 0xFFFF, int(word) >> 16
         if not regs:
-            A, ra = _read_operand(api, "a", a, 64, k, isz, "MN" if trans_a else "K")
+            A, ra, sa_ = _read_operand(api, "a", a, 64, k, isz, "MN" if trans_a else "K")
             op.reads.append(ra)
-        Bt, rb = _read_operand(api, "b", b, n, k, isz, "MN" if trans_b else "K")
+            op.snapshots.append(sa_)
+        Bt, rb, sb_ = _read_operand(api, "b", b, n, k, isz, "MN" if trans_b else "K")
         op.reads.append(rb)
+        op.snapshots.append(sb_)
         prod = (scale_a * _decode(A, dtype)) @ (scale_b * _decode(Bt, dtype)).T
-        out = (prod + (D if scale_d else 0)).astype(np.float32)
+        # one rounding of the exact sum: to f32, or to f16 for an f16 accumulator
+        out = (prod + (D if scale_d else 0)).astype(np.float16 if f16 else np.float32)
         op.result = out
         return op
 
@@ -352,13 +413,13 @@ def wgmma_mma_async(acc, a, b, *, dtype=None, scale_d=True, scale_a=1, scale_b=1
         th.__dict__.setdefault("_ac_wgmma_batch", []).append(op)
     warp, lane = me // 32, me % 32
     vals = [op.result[_coords(j, lane, warp)] for j in range(n // 2)]
-    return PendingFragment(vals, op)
+    return PendingFragment(_words(vals) if f16 else vals, op)
 
 
 @mirrors(_dev.wgmma_fence, "marks the fragment (or, with no argument, this thread) fenced: "
          "an MMA on a fragment no fence ordered is an error.")
 def wgmma_fence(acc=None):
-    rt.validate(_dev.wgmma_fence, None if acc is None else tuple(np.float32(v) for v in _plain(acc)))
+    rt.validate(_dev.wgmma_fence, None if acc is None else _typed(acc))
     th, _ = rt.current("wgmma_fence")
     th._ac_wgmma_fence_at = _tick(th)
     if acc is None:
@@ -380,8 +441,7 @@ def wgmma_commit_group():
 @mirrors(_dev.wgmma_wait_group, "retires all but the newest ``n`` groups of this thread; the "
          "fragment comes back readable when its MMA's group is retired.")
 def wgmma_wait_group(n, acc=None):
-    rt.validate(_dev.wgmma_wait_group, n, None if acc is None else
-                tuple(np.float32(v) for v in _plain(acc)))
+    rt.validate(_dev.wgmma_wait_group, n, None if acc is None else _typed(acc))
     th, blk = rt.current("wgmma_wait_group")
     groups = th.__dict__.setdefault("_ac_wgmma_groups", [])
     with blk.cond:
@@ -389,6 +449,7 @@ def wgmma_wait_group(n, acc=None):
             for op in groups.pop(0):
                 op.done = True
                 op.retired.add(th.thread.thread_id)
+                op.check_unchanged()
     if acc is None:
         return None
     if isinstance(acc, PendingFragment) and not acc.op.done:
@@ -400,10 +461,13 @@ def wgmma_wait_group(n, acc=None):
     return acc
 
 
-@mirrors(_dev.wgmma_zero, "a fragment of zeros (not yet ordered by a fence).")
-def wgmma_zero(n):
-    rt.validate(_dev.wgmma_zero, n)
+@mirrors(_dev.wgmma_zero, "a fragment of zeros (not yet ordered by a fence): N/2 float32, "
+         "or N/4 uint32 words of f16 pairs.")
+def wgmma_zero(n, dtype="f32"):
+    rt.validate(_dev.wgmma_zero, n, dtype=dtype)
     th, _ = rt.current("wgmma_zero")
+    if dtype == "f16":
+        return _made(th, [np.uint32(0)] * (n // 4))
     return _made(th, [np.float32(0)] * (n // 2))
 
 
@@ -414,11 +478,16 @@ def _check_readable(api, acc):
 
 
 @mirrors(_dev.wgmma_store, "stores like the GPU (masked, converted with round-to-nearest-even).")
-def wgmma_store(acc, out, row0, col0, *, dtype=None):
+def wgmma_store(acc, out, row0, col0, *, dtype=None, scale=None):
     api = "wgmma_store"
     _check_readable(api, acc)
-    vals = tuple(np.float32(v) for v in acc)
-    (_, o, r0, c0), kw = rt.validate(_dev.wgmma_store, vals, out, row0, col0, dtype=dtype)
+    typed = _typed(acc)
+    (_, o, r0, c0), kw = rt.validate(_dev.wgmma_store, typed, out, row0, col0, dtype=dtype,
+                                     scale=scale)
+    f16 = _is_f16(typed)
+    vals = [np.float16(v) for v in _elements(typed)] if f16 else typed
+    if scale is not None:  # in f32, before the conversion
+        vals = [np.float32(np.float32(v) * np.float32(scale)) for v in vals]
     th, _ = rt.current(api)
     me = th.thread.thread_id % 128
     warp, lane = me // 32, me % 32
@@ -428,7 +497,7 @@ def wgmma_store(acc, out, row0, col0, *, dtype=None):
         r, c = r + int(r0), c + int(c0)
         if 0 <= r < o.shape[0] and 0 <= c < o.shape[1]:
             if dt == "bf16":
-                u = int(np.float32(v).view(np.uint32))
+                u = int(np.float32(v).view(np.uint32))  # f16 -> f32 exact first
                 o[r, c] = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
             else:
                 o[r, c] = v

@@ -14,6 +14,12 @@ PINNED: dict[str, list[tuple[dict, str]]] = {
     "wgmma_fragment": [(dict(name="acc", got="float32"),
                         "`acc` must be an f32 accumulator fragment of an m64nN MMA, a tuple of "
                         "N/2 float32 (ac.wgmma_zero(N)) for N in 8..256 step 8, got float32")],
+    "wgmma_fragment_f16": [(dict(), "or an f16 accumulator fragment, a tuple of N/4 uint32 "
+                            "(packed f16 pairs, ac.wgmma_zero(N, dtype='f16'))")],
+    "wgmma_acc_dtype": [(dict(dtype="bf16"),
+                         "dtype='bf16' inputs accumulate in f32 only, but `acc` is an f16 "
+                         "fragment: make it with ac.wgmma_zero(N) (f16 accumulation takes "
+                         "'f16', 'e4m3' or 'e5m2' inputs)")],
     "wgmma_no_transpose": [(dict(dtype="tf32"), "dtype='tf32' operands are K-major only: "
                             "`trans_a`/`trans_b` must be False")],
     "wgmma_view": [(dict(name="tile", ndim=3, major="K", swizzle=128, geometry="[rows, 32 bytes]"),

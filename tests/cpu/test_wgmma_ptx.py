@@ -26,15 +26,17 @@ def ptx_of(src, sig=SIG, cc=SM90A, name="k"):
     return cuda.compile_ptx(kernel_from_source(src, name=name), sig, cc=cc)[0]
 
 
-def one_mma_per_n(ns, a_src="desc", dtype="bf16", extra=""):
-    """Source of a kernel issuing one MMA of each N in ``ns``."""
+def one_mma_per_n(ns, a_src="desc", dtype="bf16", extra="", acc="f32"):
+    """Source of a kernel issuing one MMA of each N in ``ns`` (``acc``: the
+    accumulator type)."""
+    zero_kw = ', dtype="f16"' if acc == "f16" else ""
     lines = ["def k(g, c, flag):",
              "    s = cuda.shared.array((256, 64), np.uint16, alignment=1024)",
              "    ac.wgmma_fence()"]
     for n in ns:
         a = "ac.wgmma_load_a(g, 0, 0)" if a_src == "regs" else \
             "ac.wgmma_descriptor(s[0:64, 0:16], swizzle=128)"
-        lines.append(f"    acc{n} = ac.wgmma_mma_async(ac.wgmma_zero({n}), {a}, "
+        lines.append(f"    acc{n} = ac.wgmma_mma_async(ac.wgmma_zero({n}{zero_kw}), {a}, "
                      f"ac.wgmma_descriptor(s[0:{n}, 16:32], swizzle=128), dtype=\"{dtype}\"{extra})")
     lines += ["    ac.wgmma_commit_group()"]
     for n in ns:
@@ -72,6 +74,64 @@ def test_tf32_and_fp8_forms(dtype, k):
     for n in (8, 136, 256):
         hits = [l for l in mma_lines(ptx) if f".m64n{n}k{k}.f32.{dtype}.{dtype} " in l]
         assert len(hits) == 1 and hits[0].rstrip().endswith(", p, 1, 1"), hits
+
+
+@pytest.mark.parametrize("a_src", ["desc", "regs"])
+def test_every_n_with_f16_accumulation_in_ptx(a_src):
+    """``.f16`` D: N/4 b32 registers (f16 pairs) a thread, for every N."""
+    ptx = ptx_of(one_mma_per_n(ALL_N, a_src, "f16", acc="f16"))
+    lines = mma_lines(ptx)
+    assert len(lines) == len(ALL_N) and not [l for l in lines if ".f32." in l], lines
+    for n in ALL_N:
+        hits = [l for l in lines if f".m64n{n}k16.f16.f16.f16 " in l]
+        assert len(hits) == 1, (n, lines)
+        regs = re.search(r"\{([^}]*)\}", hits[0]).group(1).split(",")
+        assert len(regs) == n // 4 and all(r.strip().startswith("%r") for r in regs), hits[0]
+        want = ", p, 1, 1, 0" if a_src == "regs" else ", p, 1, 1, 0, 0"
+        assert hits[0].rstrip().endswith(want), hits[0]
+
+
+@pytest.mark.parametrize("dtype", ["e4m3", "e5m2"])
+def test_fp8_with_f16_accumulation_in_ptx(dtype):
+    ptx = ptx_of(one_mma_per_n([8, 24, 136, 256], dtype=dtype, acc="f16"))
+    for n in (8, 24, 136, 256):
+        hits = [l for l in mma_lines(ptx) if f".m64n{n}k32.f16.{dtype}.{dtype} " in l]
+        assert len(hits) == 1 and hits[0].rstrip().endswith(", p, 1, 1"), hits
+        assert len(re.search(r"\{([^}]*)\}", hits[0]).group(1).split(",")) == n // 4
+
+
+def test_f16_accumulation_assembles_to_hgmma_and_qgmma():
+    """ptxas for sm_90a: f16 accumulators of N = 8, 24, 136, 256 from both A
+    sources and fp8 inputs; stored to float16, float32 and bf16 outputs."""
+    for src, op in ((one_mma_per_n([8, 24, 136, 256], "desc", "f16", acc="f16"), "HGMMA"),
+                    (one_mma_per_n([8, 136, 256], "regs", "f16", acc="f16"), "HGMMA"),
+                    (one_mma_per_n([8, 256], "desc", "e4m3", acc="f16"), "QGMMA")):
+        cubin, log = toolchain.assemble(ptx_of(src), verbose=True)
+        ops = toolchain.sass_opcodes(toolchain.disassemble(cubin))
+        assert any(o.startswith(op) for o in ops), sorted(set(ops))
+        assert "C7515" not in log, log
+    src = one_mma_per_n([24], "desc", "f16", acc="f16").replace(
+        "ac.wgmma_store(acc24, c, 0, 0)",
+        "ac.wgmma_store(acc24, c, 0, 0)\n    ac.wgmma_store(acc24, h, 0, 0)\n"
+        "    ac.wgmma_store(acc24, g, 0, 0, dtype='bf16')").replace("def k(g, c, flag):",
+                                                                  "def k(g, c, flag, h):")
+    sig = SIG + (types.float16[:, ::1],)
+    ptx = ptx_of(src, sig=sig)
+    assert "cvt.f32.f16" in ptx and "cvt.rn.bf16.f32" in ptx, ptx
+    toolchain.assemble(ptx)
+
+
+def test_f16_accumulation_k_loop_stays_in_registers():
+    ptx = ptx_of(GEMM_LOOP.replace("NB", "256").replace("ac.wgmma_zero(256)",
+                                                         "ac.wgmma_zero(256, dtype=\"f16\")")
+                 .replace('dtype="bf16"', 'dtype="f16"').replace("np.uint16", "np.float16")
+                 .replace(', dtype="float32")', ")"))
+    assert ".m64n256k16.f16.f16.f16" in ptx
+    cubin, log = toolchain.assemble(ptx, verbose=True)
+    ops = toolchain.sass_opcodes(toolchain.disassemble(cubin))
+    assert sum(o.startswith("HGMMA") for o in ops) >= 4, sorted(set(ops))
+    assert not [o for o in ops if o.startswith(("LDL", "STL"))], sorted(set(ops))
+    assert "C7515" not in log and "0 bytes spill stores" in log, log
 
 
 def test_immediates_negate_transpose_and_scale_d():
@@ -172,6 +232,16 @@ def test_gemm_loop_accumulators_stay_in_registers(n):
 # --- the sm_90a gate ----------------------------------------------------------------
 
 
+@pytest.mark.parametrize("dtype,syntax", [("f16", r"m64nNk16\.f16\.f16\.f16"),
+                                          ("e4m3", r"m64nNk32\.f16\.\{e4m3,e5m2\}")])
+def test_f16_accumulation_one_target_lower_is_refused(dtype, syntax):
+    src = one_mma_per_n([24], "desc", dtype, acc="f16").replace("ac.wgmma_fence()", "pass") \
+        .replace("ac.wgmma_commit_group()", "pass").replace("acc24 = ac.wgmma_wait_group(0, acc24)", "pass")
+    with pytest.raises(Exception, match=rf"wgmma_mma_async: `wgmma\.mma_async\.sync\.aligned\.{syntax}"
+                       r"[^`]*` needs sm_90a \(PTX ISA 8\.0\); this kernel is compiled for sm_90\b"):
+        ptx_of(src, cc=(9, 0))
+
+
 @pytest.mark.parametrize("cc", [(9, 0), (8, 0)])
 def test_plain_sm_90_and_older_are_refused_naming_the_form_and_sm_90a(cc):
     with pytest.raises(Exception, match=r"wgmma_mma_async: `wgmma\.mma_async\.sync\.aligned\.m64nNk16"
@@ -212,6 +282,14 @@ BAD = [
     ("ac.wgmma_mma_async(ac.wgmma_zero(8), d, d, dtype='bf16', scale_a=2)", "`scale_a`=2 must be 1 or -1"),
     ("ac.wgmma_mma_async(ac.wgmma_zero(8), d, d, dtype='bf16', trans_b=1)", "`trans_b` must be a bool constant"),
     ("ac.wgmma_mma_async(ac.wgmma_zero(8), 3.0, d, dtype='bf16')", "`a` must be a matrix descriptor"),
+    ("ac.wgmma_mma_async(ac.wgmma_zero(8, dtype='f16'), d, d, dtype='bf16')",
+     "dtype='bf16' inputs accumulate in f32 only, but `acc` is an f16 fragment"),
+    ("ac.wgmma_mma_async(ac.wgmma_zero(8, dtype='f16'), d, d, dtype='tf32')",
+     "dtype='tf32' inputs accumulate in f32 only"),
+    ("ac.wgmma_mma_async((np.uint32(0), np.uint32(0), np.uint32(0)), d, d, dtype='f16')",
+     "or an f16 accumulator fragment, a tuple of N/4 uint32"),
+    ("ac.wgmma_zero(8, dtype='f64')", "`dtype`='f64' is not supported; allowed: 'f32', 'f16'"),
+    ("ac.wgmma_zero(8, dtype=flag)", "`dtype` must be a compile-time constant"),
     ("ac.wgmma_wait_group(8)", "`n`=8 is outside 0..7"),
     ("ac.wgmma_wait_group(flag)", "`n` must be a compile-time constant"),
     ("ac.wgmma_zero(12)", "`n`=12 is not an N of m64nNk16"),

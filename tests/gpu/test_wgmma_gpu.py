@@ -1,7 +1,8 @@
 """Warpgroup MMA on the GPU: every N of m64nNk16 (8..256 step 8), A from a
 descriptor and from registers, K- and M/N-major operands (the transpose
 immediates), every swizzle mode, two warpgroups splitting M, fp16 and bf16
-(plus tf32 and fp8) inputs, scale-d and negation, fragment stores with
+(plus tf32 and fp8) inputs, f16 accumulation (every N, both A sources, fp8
+inputs), scale-d and negation, fragment stores with
 conversion and masking (setmaxnreg runs in the HGEMM example, which has the
 launch bounds it needs).  Tiles are written by TMA copies
 with the swizzle the descriptor names; inputs are fresh random values that
@@ -62,6 +63,19 @@ STORAGE = {"bf16": "np.uint16", "f16": "np.float16", "tf32": "np.float32", "e4m3
            "e5m2": "np.uint8"}
 ISZ = {"bf16": 2, "f16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1}
 KSTEP = {"bf16": 16, "f16": 16, "tf32": 8, "e4m3": 32, "e5m2": 32}
+
+
+def random_halves(shape, dtype):
+    """Values in {0, +-1/2, +-1} in the input type (f16 bits or fp8 bits):
+    every partial sum of K <= 128 products is exact in f16, so an f16
+    accumulator must equal numpy bit for bit."""
+    s, e = rng.integers(0, 2, shape), rng.integers(0, 3, shape)
+    val = np.where(e == 0, 0.0, 2.0 ** (e - 2.0)) * np.where(s == 1, -1, 1)
+    if dtype == "f16":
+        return val.astype(np.float16), val
+    bias, shift = (7, 3) if dtype == "e4m3" else (15, 2)
+    bits = np.where(e == 0, 0, (s << 7) | ((bias - 2 + e) << shift))
+    return bits.astype(np.uint8), val
 
 
 def poisoned(shape):
@@ -126,9 +140,10 @@ class Operand:
 
 
 def build(n, *, dtype="bf16", swizzle=128, a_major="K", b_major="K", a_regs=False, wgs=1,
-          k=None, scale_a=1, scale_b=1, scale_d_runtime=False):
-    """Compile a kernel computing C[64*wgs, n] = A @ B for one configuration;
-    returns (kernel, A global array, B global array, reference function)."""
+          k=None, scale_a=1, scale_b=1, scale_d_runtime=False, acc="f32"):
+    """Compile a kernel computing C[64*wgs, n] = A @ B for one configuration
+    (``acc``: the accumulator type, "f32" or "f16"); returns (kernel, A
+    global array, B global array, reference function)."""
     isz, kstep = ISZ[dtype], KSTEP[dtype]
     w = (swizzle or 16) // isz
     m = 64 * wgs
@@ -169,7 +184,7 @@ def build(n, *, dtype="bf16", swizzle=128, a_major="K", b_major="K", a_regs=Fals
             ac.mbarrier_arrive_expect_tx(bar, {tx})
             {chr(10).join('            ' + l for l in loads).lstrip()}
         ac.mbarrier_wait_parity(bar, 0)
-        acc = ac.wgmma_zero({n})
+        acc = ac.wgmma_zero({n}, dtype="{acc}")
         acc = ac.wgmma_fence(acc)
         for kk in range({k // kstep}):
             acc = ac.wgmma_mma_async(acc, {a_expr}, {b_expr}, dtype="{dtype}",
@@ -181,8 +196,9 @@ def build(n, *, dtype="bf16", swizzle=128, a_major="K", b_major="K", a_regs=Fals
     g = {"cuda": cuda, "np": np, "ac": ac}
     exec(compile(textwrap.dedent(src), f"<wgmma n={n}>", "exec"), g)
     kern = cuda.jit(g["kernel"])
-    a_store, a_val = RANDOM[dtype]((m, k))
-    b_store, b_val = RANDOM[dtype]((k, n))
+    gen = RANDOM[dtype] if acc == "f32" else (lambda shape: random_halves(shape, dtype))
+    a_store, a_val = gen((m, k))
+    b_store, b_val = gen((k, n))
     ga = np.ascontiguousarray(a_store if a_major == "K" else a_store.T)
     gb = np.ascontiguousarray(b_store.T if b_major == "K" else b_store)
     ref = (scale_a * a_val) @ (scale_b * b_val)
@@ -222,6 +238,57 @@ def test_every_n_bf16_register_a(n):
 @pytest.mark.parametrize("n", [8, 16, 24, 64, 136, 256])
 def test_every_n_f16(n):
     check(*run(build(n, dtype="f16"), 128))
+
+
+@pytest.mark.parametrize("n", ALL_N)
+@pytest.mark.parametrize("a_regs", [False, True], ids=["desc_a", "register_a"])
+def test_every_n_f16_accumulation(n, a_regs):
+    """``.f16`` D: N/4 registers of f16 pairs, stored widened to float32."""
+    check(*run(build(n, dtype="f16", acc="f16", a_regs=a_regs), 128))
+
+
+@pytest.mark.parametrize("swizzle", [None, 64, 128])
+@pytest.mark.parametrize("a_major,b_major", [("K", "MN"), ("MN", "K")])
+@pytest.mark.parametrize("n", [8, 24, 256])
+def test_f16_accumulation_swizzle_transpose_and_two_warpgroups(swizzle, a_major, b_major, n):
+    check(*run(build(n, dtype="f16", acc="f16", swizzle=swizzle, a_major=a_major,
+                     b_major=b_major), 128))
+    check(*run(build(n, dtype="f16", acc="f16", swizzle=swizzle, b_major=b_major, wgs=2), 256))
+
+
+@pytest.mark.parametrize("dtype", ["e4m3", "e5m2"])
+@pytest.mark.parametrize("n", ALL_N)
+def test_every_n_fp8_with_f16_accumulation(dtype, n):
+    check(*run(build(n, dtype=dtype, acc="f16"), 128))
+
+
+@pytest.mark.parametrize("store,scale", [("float16", None), ("bf16", None), ("float16", -0.25),
+                                         ("bf16", 3.0)])
+def test_f16_accumulator_store_as_f16_and_bf16(store, scale):
+    """An f16 fragment stored to float16 (its bits) and to bf16 (rounded),
+    and times a scale (in f32, then converted): the exact values come back
+    unchanged, masked at an offset."""
+    cfg = build(72, dtype="f16", acc="f16")
+    sc = "" if scale is None else f", scale={scale}"
+    src = cfg[4].replace("ac.wgmma_store(acc, c, 64 * wg, 0)",
+                         f"ac.wgmma_store(acc, c, 64 * wg + 5, 3, dtype=\"{store}\"{sc})")
+    g = {"cuda": cuda, "np": np, "ac": ac}
+    exec(compile(textwrap.dedent(src), "<f16 store>", "exec"), g)
+    kern, (a, ga), (b, gb), ref = cuda.jit(g["kernel"]), cfg[1], cfg[2], cfg[3]
+    ref = ref if scale is None else scale * ref  # multiples of 1/16 below 2**10: still exact
+    dga, dgb = cuda.to_device(ga), cuda.to_device(gb)
+    ta = ac.TensorMap(dga, a.box, swizzle=a.sw)
+    tb = ac.TensorMap(dgb, b.box, swizzle=b.sw)
+    out_t = np.float16 if store == "float16" else np.uint16
+    poison = np.full((60, 70), 0x7E7E, np.uint16).view(out_t)
+    c = cuda.to_device(poison)
+    kern[1, 128](ta, tb, dga, c, True)
+    got = c.copy_to_host()
+    want = poison.copy()
+    conv = ref.astype(np.float16) if store == "float16" else (
+        ref.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)  # exact: no rounding
+    want[5:60, 3:70] = conv[:55, :67]
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
 
 
 @pytest.mark.parametrize("swizzle", [None, 32, 64, 128])

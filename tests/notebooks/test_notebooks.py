@@ -51,6 +51,7 @@ def test_notebooks_exist_and_are_stripped():
     assert NOTEBOOKS == [
         "01_async_copies.ipynb", "02_pipelines.ipynb", "03_clusters.ipynb",
         "04_bulk_and_tma.ipynb", "05_debugging.ipynb", "06_performance.ipynb",
+        "07_tensor_cores.ipynb",
     ]
     for name in NOTEBOOKS:
         nb = json.loads((NB_DIR / name).read_text())
@@ -101,6 +102,10 @@ EXPECTED_MODE = {n: "SIMULATOR" for n in NOTEBOOKS} | {"06_performance.ipynb": "
 RUNS_IN_SIMULATOR = {
     "03_clusters.ipynb": ["[simulator] cluster of 8: ", "[simulator] CTA 1 received CTA 0's 256 bytes"],
     "04_bulk_and_tma.ipynb": ["[simulator] one load, two CTAs received it"],
+    "07_tensor_cores.ipynb": ["[simulator] one m64n64k16 MMA equals numpy",
+                              "[simulator] f16 accumulation equals numpy",
+                              "[simulator] hgemm 136 x 72 x 80 equals numpy",
+                              "[simulator] wgmma: reading the accumulator fragment"],
 }
 
 CASES = [(n, False) for n in NOTEBOOKS] + [("06_performance.ipynb", True),

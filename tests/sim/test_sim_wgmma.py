@@ -4,6 +4,8 @@ matches numpy at small shapes."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -42,6 +44,8 @@ def make(bug: str):
         acc = ac.wgmma_zero(64)
         if bug != "no_fence":
             acc = ac.wgmma_fence(acc)
+        if bug == "made_after_fence":
+            acc = ac.wgmma_zero(64)
         for kk in range(4):
             acc = ac.wgmma_mma_async(
                 acc, ac.wgmma_descriptor(sa[:, 16 * kk:16 * kk + 16], swizzle=128),
@@ -52,10 +56,14 @@ def make(bug: str):
             c[0, 0] = acc[0]
         if bug == "store":
             ac.wgmma_store(acc, c, 0, 0)
+        if bug == "store_tile":  # each thread stores into B while the MMAs read it
+            sb[tid // 64, tid % 64] = sb[tid // 64, tid % 64] ^ 0x8000
         if bug == "refill" and tid == 0:
             ac.mbarrier_arrive_expect_tx(bar[1:], 8192)
             ac.cp_async_bulk_tensor_load(sa, ta, (0, 0), bar[1:])
         acc = ac.wgmma_wait_group(0, acc)
+        if bug == "store_after_wait" and tid == 5:
+            sb[3, 17] = 0  # the MMAs are done with the tile: allowed
         ac.wgmma_store(acc, c, 0, 0)
 
     return k
@@ -69,10 +77,11 @@ def maps(swizzle_b=128):
             (av @ btv.T).astype(np.float32))
 
 
-def test_the_fixed_kernel_matches_numpy():
+@pytest.mark.parametrize("variant", ["", "store_after_wait"])
+def test_the_fixed_kernel_matches_numpy(variant):
     ta, tb, ref = maps()
     c = np.full((64, 64), np.nan, np.float32)
-    make("")[1, 128](ta, tb, c)
+    make(variant)[1, 128](ta, tb, c)
     np.testing.assert_array_equal(c, ref)
 
 
@@ -81,12 +90,16 @@ def test_the_fixed_kernel_matches_numpy():
     ("store", "passing on (to wgmma_store) the accumulator fragment of a wgmma_mma_async"),
     ("no_fence", "wgmma_mma_async on accumulators written since the last wgmma_fence (no "
                  "wgmma_fence before this MMA)"),
+    ("made_after_fence", "wgmma_mma_async on accumulators written since the last wgmma_fence "
+                         "(the fragment was made after the last wgmma_fence"),
+    ("store_tile", "a store into the tile of `b` (its bytes changed before this wait covered the "
+                   "MMA) overlaps a shared tile that the wgmma_mma_async issued at"),
     ("refill", "`dst` (a TMA load with swizzle=128) overlaps a shared tile that the "
                "wgmma_mma_async issued at"),
 ])
 def test_each_async_rule_names_the_bug(bug, message):
     ta, tb, _ = maps()
-    with pytest.raises(SimulatorError, match=__import__("re").escape(message)):
+    with pytest.raises(SimulatorError, match=re.escape(message)):
         make(bug)[1, 128](ta, tb, np.zeros((64, 64), np.float32))
 
 
@@ -225,3 +238,134 @@ def test_hgemm_cluster_example_matches_numpy_with_an_odd_count_of_m_tiles():
     hgemm.run(hgemm.make_hgemm(bn=128, stages=2, persistent=True, cluster=2), cuda.to_device(a),
               cuda.to_device(b), c, blocks=2)
     np.testing.assert_array_equal(c.copy_to_host(), (av @ bv).astype(np.float32))
+
+
+# --- f16 accumulation -------------------------------------------------------------------
+
+
+def make_f16_acc(dtype: str, n: int, store: str):
+    """C[64, n] = A[64, K] @ B[K, n] with an f16 accumulator (K = one
+    128-byte swizzled box: 64 f16 or 128 fp8 columns), stored as ``store``."""
+    kstep = 16 if dtype == "f16" else 32
+    k = 128 // (2 if dtype == "f16" else 1)
+    st = np.float16 if dtype == "f16" else np.uint8
+
+    @cuda.jit
+    def kern(ta, tb, c):
+        sa = cuda.shared.array((64, k), st, alignment=1024)
+        sb = cuda.shared.array((n, k), st, alignment=1024)
+        bar = cuda.shared.array(1, np.uint64)
+        if cuda.threadIdx.x == 0:
+            ac.mbarrier_init(bar, 1)
+            ac.fence_proxy_async("shared::cta")
+        cuda.syncthreads()
+        if cuda.threadIdx.x == 0:
+            ac.mbarrier_arrive_expect_tx(bar, (64 + n) * 128)
+            ac.cp_async_bulk_tensor_load(sa, ta, (0, 0), bar)
+            ac.cp_async_bulk_tensor_load(sb, tb, (0, 0), bar)
+        ac.mbarrier_wait_parity(bar, 0)
+        acc = ac.wgmma_fence(ac.wgmma_zero(n, dtype="f16"))
+        for kk in range(k // kstep):
+            acc = ac.wgmma_mma_async(
+                acc, ac.wgmma_descriptor(sa[:, kstep * kk:kstep * kk + kstep], swizzle=128),
+                ac.wgmma_descriptor(sb[:, kstep * kk:kstep * kk + kstep], swizzle=128),
+                dtype=dtype, scale_d=kk > 0)
+        ac.wgmma_commit_group()
+        acc = ac.wgmma_wait_group(0, acc)
+        ac.wgmma_store(acc, c, 0, 0, dtype=store)
+
+    return kern, k
+
+
+def f16_acc_inputs(dtype, shape, exact=True):
+    """(storage, float64 values); ``exact``: values in {0, ±1/2, ±1} whose
+    sums are exact in f16, else random normal f16 (only for dtype f16)."""
+    if dtype == "f16":
+        v = (rng.integers(-2, 3, shape) / 2 if exact else rng.standard_normal(shape)).astype(np.float16)
+        return v, v.astype(np.float64)
+    s, e = rng.integers(0, 2, shape), rng.integers(0, 3, shape)  # 0, 1/2 or 1
+    bias, shift = (7, 3) if dtype == "e4m3" else (15, 2)
+    bits = np.where(e == 0, 0, (s << 7) | ((bias - 2 + e) << shift))
+    val = np.where(e == 0, 0.0, 2.0 ** (e - 2.0)) * np.where(s == 1, -1, 1)
+    return bits.astype(np.uint8), val
+
+
+@pytest.mark.parametrize("dtype", ["f16", "e4m3", "e5m2"])
+@pytest.mark.parametrize("store", ["float16", "float32", "bf16"])
+def test_f16_accumulation_matches_numpy(dtype, store):
+    n = 24  # 8 mod 16: six words a thread
+    kern, k = make_f16_acc(dtype, n, store)
+    a, av = f16_acc_inputs(dtype, (64, k))
+    bt, btv = f16_acc_inputs(dtype, (n, k))
+    ta = ac.TensorMap(cuda.to_device(a), a.shape, swizzle=128)
+    tb = ac.TensorMap(cuda.to_device(bt), bt.shape, swizzle=128)
+    ref = av @ btv.T  # exact in f16, f32 and bf16 (multiples of 1/4 below 2**8)
+    out_t = {"float16": np.float16, "float32": np.float32, "bf16": np.uint16}[store]
+    c = np.zeros((64, n), out_t)
+    kern[1, 128](ta, tb, c)
+    got = (c.astype(np.uint32) << 16).view(np.float32) if store == "bf16" else c
+    np.testing.assert_array_equal(got.astype(np.float64), ref)
+
+
+def test_f16_accumulation_rounds_to_f16_once_per_mma():
+    """Random normal f16 inputs: the result is the f16 rounding of each
+    k16 step's exact sum, within the documented bound of the float64
+    product and (over K = 64) different from f32 accumulation."""
+    kern, k = make_f16_acc("f16", 64, "float32")
+    a, av = f16_acc_inputs("f16", (64, k), exact=False)
+    bt, btv = f16_acc_inputs("f16", (64, k), exact=False)
+    ta = ac.TensorMap(cuda.to_device(a), a.shape, swizzle=128)
+    tb = ac.TensorMap(cuda.to_device(bt), bt.shape, swizzle=128)
+    c = np.zeros((64, 64), np.float32)
+    kern[1, 128](ta, tb, c)
+    model = np.zeros((64, 64), np.float16)
+    for kk in range(k // 16):
+        s = slice(16 * kk, 16 * kk + 16)
+        model = (av[:, s] @ btv[:, s].T + model.astype(np.float64)).astype(np.float16)
+    np.testing.assert_array_equal(c, model.astype(np.float32))
+    exact = av @ btv.T
+    bound = (k // 16) * 2.0 ** -11 * (np.abs(av) @ np.abs(btv).T)
+    assert np.all(np.abs(c - exact) <= bound)
+    assert np.any(c != exact.astype(np.float32))
+
+
+@cuda.jit
+def bf16_into_f16_acc(c):
+    s = cuda.shared.array((64, 64), np.uint16, alignment=1024)
+    acc = ac.wgmma_fence(ac.wgmma_zero(64, dtype="f16"))
+    acc = ac.wgmma_mma_async(acc, ac.wgmma_descriptor(s[:, 0:16], swizzle=128),
+                             ac.wgmma_descriptor(s[:, 16:32], swizzle=128), dtype="bf16")
+
+
+def test_bf16_inputs_with_an_f16_accumulator_are_refused():
+    with pytest.raises(Exception, match=re.escape(
+            "wgmma_mma_async: dtype='bf16' inputs accumulate in f32 only, but `acc` is an f16 "
+            "fragment")):
+        bf16_into_f16_acc[1, 128](np.zeros(1, np.float32))
+
+
+def test_fp8_gemm_example_matches_numpy_at_a_small_edge_shape():
+    """e4m3 inputs near 1 (their sums are exact in f32), K not a multiple of
+    the 128-column k-tile, M and N not multiples of the block tile, the
+    per-tensor scales applied in the store."""
+    from numba_asynccopy.examples import fp8_gemm
+
+    M, N, K = 136, 72, 160
+    s = rng.integers(0, 2, (M + N, K))
+    e, m = rng.integers(6, 9, (M + N, K)), rng.integers(0, 8, (M + N, K))
+    bits = ((s << 7) | (e << 3) | m).astype(np.uint8)
+    a, bt = bits[:M].copy(), bits[M:].copy()
+    ref = 0.5 * 4.0 * (fp8_gemm.decode(a) @ fp8_gemm.decode(bt).T)
+    c = cuda.to_device(np.full((M, N), np.nan, np.float32))
+    fp8_gemm.run(fp8_gemm.make_fp8_gemm(bn=64, stages=2, out="float32"), cuda.to_device(a),
+                 cuda.to_device(bt), c, 0.5, 4.0)
+    np.testing.assert_array_equal(c.copy_to_host(), ref.astype(np.float32))
+
+
+def test_fp8_example_helpers_round_trip_e4m3():
+    from numba_asynccopy.examples import fp8_gemm
+
+    codes = np.array([c for c in range(256) if c not in (0x80, 0x7F, 0xFF)], np.uint8)
+    vals = fp8_gemm.decode(codes)
+    np.testing.assert_array_equal(fp8_gemm.e4m3_bits(vals), codes)
+    assert fp8_gemm.decode(fp8_gemm.e4m3_bits([1.1, -300.0, 1000.0])).tolist() == [1.125, -288.0, 448.0]
