@@ -24,6 +24,7 @@ from typing import Callable
 import numpy as np
 
 from . import suites_async as _async
+from . import suites_conv as _conv
 from . import suites_mma as _mma
 from . import suites_tc as _tc
 from .copyrows import _torch
@@ -585,6 +586,7 @@ SUITES: dict[str, Callable[[Recorder], None]] = {
     **_mma.SUITES,  # hgemm_sm80 (suites_mma.py)
     "idioms": suite_idioms,
     "hgemm": _tc.suite_hgemm,  # tensor cores (suites_tc.py)
+    **_conv.SUITES,  # conv2d (suites_conv.py)
 }
 
 def suite_keys(name: str, quick: bool) -> list[str]:
@@ -596,6 +598,8 @@ def suite_keys(name: str, quick: bool) -> list[str]:
         return list(_async.SUITE_KEYS[name])
     if name == "hgemm":
         return _tc.suite_keys(quick)
+    if name in _conv.SUITES:
+        return _conv.suite_keys(quick)
     if name == "idioms":
         from .idioms import SUITE_KEYS as idiom_keys
 

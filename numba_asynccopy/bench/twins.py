@@ -54,7 +54,8 @@ class Build:
                     gencode(cc), "-Xptxas", "-v", "-o", str(self.so), str(SOURCE),
                     str(SOURCE.with_name("twins_bulk.cu")),  # bulk/TMA twins (suites_async)
                     str(SOURCE.with_name("twins_idioms.cu")),  # the idioms' originals (idioms.py)
-                    str(SOURCE.with_name("twins_mma.cu"))]  # the tensor-core GEMM (suites_mma)  # the idioms' originals (idioms.py)
+                    str(SOURCE.with_name("twins_mma.cu")),  # the sm80 tensor-core GEMM (suites_mma)
+                    str(SOURCE.with_name("twins_conv.cu"))]  # the tensor-core conv2d (suites_conv)
         self.log = open(self.log_path, "w")
         self.log.write(" ".join(self.cmd) + "\n")
         self.log.flush()

@@ -26,7 +26,9 @@ Example (runs in the simulator too)::
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from numba import cuda
@@ -166,3 +168,204 @@ def reference(x: np.ndarray, w: np.ndarray, stride, padding, dilation) -> np.nda
             patch = xp[:, h0:h0 + stride[0] * P:stride[0], w0:w0 + stride[1] * Q:stride[1]]
             y += patch @ w[:, r, s, :].T.astype(np.float64)
     return y
+
+
+# --- tensor cores: bf16/fp16 inputs, wgmma, fp32 accumulation -----------------
+
+TC_BM = 64  # output pixels of one consumer warpgroup (the MMA's M)
+
+
+def tc_channels(C: int) -> int:
+    """Channels of one k-step: 64 (a 128-byte swizzle row of bf16/fp16) for
+    ``C > 32``, else 32 or 16 (a 64- or 32-byte swizzle row), so that small
+    ``C`` does not load boxes mostly of zeros."""
+    if C % 8:
+        raise ValueError(f"C={C} must be a multiple of 8 (TMA needs 16-byte pixel strides)")
+    return 64 if C > 32 else 32 if C > 16 else 16
+
+
+@lru_cache(maxsize=None)
+def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1), bn: int = 128,
+                   bc: int = 64, stages: int = 4, consumers: int = 2, dtype: str = "bf16",
+                   out: str = "float32"):
+    """The tensor-core kernel ``conv(xmap, wmap, out, N, P, Q, C)`` for one
+    filter geometry (compile-time); launch it with :func:`run_tc` (maps by
+    :func:`maps_tc`).
+
+    A block of ``128 * (1 + consumers)`` threads computes ``64 * consumers``
+    output pixels x ``bn`` output channels: warpgroup 0 produces (one elected
+    lane issues, per k-step, the im2col load of the ``(64 * consumers, bc)``
+    activation box and the tiled load of the ``(bn, 1, bc)`` filter box, both
+    swizzled ``2 * bc`` bytes), each consumer warpgroup owns 64 pixels and
+    issues ``bc / 16`` ``m64n{bn}k16`` MMAs a k-step on descriptors of the
+    slot (both operands K-major), keeping one k-step of MMAs in flight
+    before it releases the previous slot.  ``bn``: 64..256, a multiple of
+    16 (the MMA's N); ``bc``: 16, 32 or 64 (:func:`tc_channels`); ``dtype``:
+    ``"bf16"`` (uint16 bits) or ``"f16"``; ``out``: ``"float32"``,
+    ``"bf16"`` or ``"float16"``."""
+    from .hgemm import _carve
+
+    if bn % 16 or not 16 <= bn <= 256:
+        raise ValueError(f"bn must be a multiple of 16 in 16..256 (the MMA's N), got {bn}")
+    if bc not in (16, 32, 64):
+        raise ValueError(f"bc must be 16, 32 or 64 (a 32-, 64- or 128-byte swizzle row), got {bc}")
+    if consumers not in (1, 2):
+        raise ValueError(f"consumers must be 1 or 2 warpgroups, got {consumers}")
+    if dtype not in ("bf16", "f16"):
+        raise ValueError(f"dtype must be 'bf16' or 'f16', got {dtype!r}")
+    if out not in ("float32", "bf16", "float16"):
+        raise ValueError(f"out must be 'float32', 'bf16' or 'float16', got {out!r}")
+    SH, SW = stride
+    DH, DW = dilation
+    LO_H, LO_W = -padding[0], -padding[1]
+    TAPS = R * S
+    BMT = TC_BM * consumers
+    swz = 2 * bc
+    threads = 128 * (1 + consumers)
+    a_elems = stages * BMT * bc
+    storage = np.uint16 if dtype == "bf16" else np.float16
+
+    def conv(xmap, wmap, out_, N, P, Q, C):
+        dyn = cuda.shared.array(0, storage, alignment=1024)
+        sa = _carve(dyn, 0, (stages, BMT, bc))
+        sb = _carve(dyn, a_elems, (stages, bn, 1, bc))
+        bars = cuda.shared.array((2, stages), np.uint64)
+        pipe = ac.pipeline.tma_pipeline(bars, stages, consumers=consumers, copies=2)
+        ac.pipeline.init(pipe)
+        tid = cuda.threadIdx.x
+        wg = tid // 128
+        m0 = cuda.blockIdx.x * BMT
+        k0 = cuda.blockIdx.y * bn
+        chunks = (C + bc - 1) // bc
+        steps = TAPS * chunks
+        if wg == 0:
+            ac.setmaxnreg_dec(40)
+            if tid < 32:
+                if ac.elect_sync():
+                    n = m0 // (P * Q)
+                    rem = m0 - n * (P * Q)
+                    p = rem // Q
+                    q = rem - p * Q
+                    h0 = p * SH + LO_H
+                    w0 = q * SW + LO_W
+                    ac.fence_proxy_tensormap(xmap)
+                    ac.fence_proxy_tensormap(wmap)
+                    ps = ac.pipeline.producer_start(pipe)
+                    for t in range(steps):
+                        tap = t // chunks
+                        c0 = (t - tap * chunks) * bc
+                        r = tap // S
+                        s = tap - r * S
+                        ac.pipeline.producer_acquire(pipe, ps)
+                        ac.pipeline.copy_tensor_im2col(pipe, ps, sa[ps.slot], xmap, (n, h0, w0, c0),
+                                                       (r * DH, s * DW), fence=False)
+                        ac.pipeline.copy_tensor(pipe, ps, sb[ps.slot], wmap, (k0, tap, c0),
+                                                fence=False)
+                        ac.pipeline.producer_commit(pipe, ps)
+                        ps = ac.pipeline.advance(pipe, ps)
+        else:
+            ac.setmaxnreg_inc(232)
+            c = wg - 1
+            leader = (tid % 128) == 0
+            acc = ac.wgmma_zero(bn)
+            st = ac.pipeline.consumer_start(pipe)
+            prev = st
+            for t in range(steps):
+                ac.pipeline.consumer_wait(pipe, st)
+                acc = ac.wgmma_fence(acc)
+                for kk in range(bc // 16):
+                    acc = ac.wgmma_mma_async(
+                        acc,
+                        ac.wgmma_descriptor(sa[st.slot, 64 * c:64 * c + 64, 16 * kk:16 * kk + 16],
+                                            swizzle=swz),
+                        ac.wgmma_descriptor(sb[st.slot, :, 0, 16 * kk:16 * kk + 16], swizzle=swz),
+                        dtype=dtype, scale_d=(t > 0) or (kk > 0))
+                ac.wgmma_commit_group()
+                # the MMAs of step t - 1 are done: free their slot
+                acc = ac.wgmma_wait_group(1, acc)
+                if t > 0 and leader:
+                    ac.pipeline.consumer_release(pipe, prev)
+                prev = st
+                st = ac.pipeline.advance(pipe, st)
+            acc = ac.wgmma_wait_group(0, acc)
+            if leader:
+                ac.pipeline.consumer_release(pipe, prev)
+            ac.wgmma_store(acc, out_, m0 + 64 * c, k0, dtype=out)
+
+    jit = cuda.jit if ac.sim.ENABLED else cuda.jit(launch_bounds=(threads, 1))
+    smem = stages * (BMT + bn) * bc * 2
+    return ConvTC(jit(conv), R, S, bn, bc, stages, consumers, threads, smem)
+
+
+@dataclass(frozen=True)
+class ConvTC:
+    """A compiled-on-first-launch tensor-core conv2d kernel and its tiles."""
+
+    kernel: Any
+    R: int
+    S: int
+    bn: int
+    bc: int
+    stages: int
+    consumers: int
+    threads: int
+    smem: int
+
+
+def maps_tc(x, w3d, conv: ConvTC, stride, padding, dilation):
+    """(im2col map of ``x`` NHWC, boxes ``(64 * consumers, bc)``; tiled map
+    of the filters viewed as ``(K, R * S, C)``, boxes ``(bn, 1, bc)``), both
+    swizzled ``2 * bc`` bytes, for :func:`make_conv2d_tc`'s kernel."""
+    lo, up = ac.conv_corners((conv.R, conv.S), padding, dilation)
+    xmap = ac.TensorMap.im2col(x, channels_per_pixel=conv.bc, pixels_per_column=TC_BM * conv.consumers,
+                               lower_corner=lo, upper_corner=up,
+                               element_strides=(1, stride[0], stride[1], 1), swizzle=2 * conv.bc)
+    wmap = ac.TensorMap(w3d, (conv.bn, 1, conv.bc), swizzle=2 * conv.bc)
+    return xmap, wmap
+
+
+def grid_tc(conv: ConvTC, M: int, K: int) -> tuple[int, int]:
+    return (-(-M // (TC_BM * conv.consumers)), -(-K // conv.bn))
+
+
+def run_tc(conv: ConvTC, xmap, wmap, y2d, N: int, P: int, Q: int, C: int, stream: Any = 0) -> None:
+    """Launch a kernel of :func:`make_conv2d_tc`: ``y2d`` is the output
+    viewed as ``(N * P * Q, K)``."""
+    ac.launch(conv.kernel, grid_tc(conv, N * P * Q, y2d.shape[1]), conv.threads,
+              (xmap, wmap, y2d, N, P, Q, C), shared_mem=conv.smem, stream=stream)
+
+
+def conv2d_tc(x, w, stride=(1, 1), padding=(0, 0), dilation=(1, 1), dtype: str = "bf16",
+              out: str = "float32", bn: int | None = None, stages: int = 4, consumers: int = 2):
+    """Convolve device arrays ``x`` (NHWC) and ``w`` (KRSC) on the tensor
+    cores: bf16 (uint16 bits, ``dtype="bf16"``) or float16 inputs, fp32
+    accumulation; returns the NPQK output (float32, or bf16 bits / float16
+    for ``out="bf16"`` / ``"float16"``) as a device array.  ``C`` and ``K``
+    must be multiples of 8 (16-byte rows for TMA).
+
+    Example::
+
+        xb = cuda.to_device(ac.bf16_array(x)); wb = cuda.to_device(ac.bf16_array(w))
+        y = cv.conv2d_tc(xb, wb, stride=(1, 1), padding=(1, 1))   # float32 NPQK
+    """
+    N, H, W, C = x.shape
+    K, R, S, C2 = w.shape
+    if C2 != C:
+        raise ValueError(f"the filters have {C2} channels, the input {C}")
+    if K % 8:
+        raise ValueError(f"K={K} must be a multiple of 8 (TMA needs 16-byte filter rows)")
+    stride, padding, dilation = tuple(stride), tuple(padding), tuple(dilation)
+    P, Q = out_shape(H, W, R, S, stride, padding, dilation)
+    if bn is None:
+        bn = min(256, -(-K // 16) * 16)
+    kern = make_conv2d_tc(R, S, stride, dilation, padding, bn=bn, bc=tc_channels(C), stages=stages,
+                          consumers=consumers, dtype=dtype, out=out)
+    xmap, wmap = maps_tc(x, w.reshape(K, R * S, C), kern, stride, padding, dilation)
+    odt = {"float32": np.float32, "bf16": np.uint16, "float16": np.float16}[out]
+    y = cuda.device_array((N * P * Q, K), odt)
+    run_tc(kern, xmap, wmap, y, N, P, Q, C)
+    return y.reshape(N, P, Q, K)
+
+
+def flops(N: int, P: int, Q: int, K: int, R: int, S: int, C: int) -> int:
+    return 2 * N * P * Q * K * R * S * C

@@ -1,0 +1,43 @@
+"""The tensor-core conv2d example on the CPU layer: it compiles for sm_90a
+to one im2col TMA load and one tiled (3-D) TMA load a k-step, HGMMA on
+K-major descriptors of both operands, the accumulators in registers (no
+local memory) and no C7515 (MMAs serialized) from ptxas."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from numba import cuda, types
+
+from numba_asynccopy import toolchain
+from numba_asynccopy.examples import conv2d as cv
+
+
+@pytest.mark.parametrize("bn,bc,consumers,dtype,out", [(64, 64, 2, "bf16", "float32"),
+                                                       (128, 64, 2, "f16", "float16"),
+                                                       (256, 64, 1, "bf16", "bf16"),
+                                                       (128, 16, 2, "bf16", "float32")])
+def test_conv2d_tc_sass_has_im2col_hgmma_no_local_memory_no_c7515(bn, bc, consumers, dtype, out):
+    k = cv.make_conv2d_tc(3, 3, (1, 1), (1, 1), (1, 1), bn=bn, bc=bc, consumers=consumers,
+                          dtype=dtype, out=out)
+    cty = {"float32": types.float32, "float16": types.float16, "bf16": types.uint16}[out]
+    sig = (types.uint64[::1], types.uint64[::1], cty[:, ::1]) + (types.int64,) * 4
+    ptx = cuda.compile_ptx(k.kernel.py_func, sig, cc=(9, 0, "a"),
+                           launch_bounds=(k.threads, 1))[0]
+    assert len(re.findall(r"cp\.async\.bulk\.tensor\.4d\.shared::cluster\.global\.im2col", ptx)) == 1
+    assert len(re.findall(r"cp\.async\.bulk\.tensor\.3d\.shared::cluster\.global\.tile", ptx)) == 1
+    assert ptx.count(f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.{dtype}.{dtype}") == bc // 16
+    cubin, log = toolchain.assemble(ptx, verbose=True)
+    sass = toolchain.disassemble(cubin)
+    ops = toolchain.sass_opcodes(sass)
+    assert "UTMALDG.4D.IM2COL" in ops and "UTMALDG.3D" in ops, sorted(set(ops))
+    assert sum(o.startswith("HGMMA") for o in ops) >= bc // 16, sorted(set(ops))
+    assert "C7515" not in log, log
+    lines = sass.splitlines()
+    first = next(i for i, l in enumerate(lines) if "HGMMA" in l)
+    drained = next(i for i, l in enumerate(lines) if "WARPGROUP.DEPBAR.LE gsb0, 0x0" in l)
+    local = [i for i, l in enumerate(lines) if "LDL" in l or "STL" in l]
+    assert first < drained and not [i for i in local if i < drained], [lines[i] for i in local]
+    if out == "float32":
+        assert not local, [lines[i] for i in local]
