@@ -3,8 +3,10 @@ ResNet-50-like 3x3 layers at batch 32 and 128 (``--only conv2d``).
 
 For each layer and batch it records
 
-- ``numba_conv_tc_bf16_{layer}_b{n}``: the tensor-core implicit GEMM
-  (bf16 in and out, fp32 accumulation; im2col + tiled TMA, wgmma), and
+- ``numba_conv_tc_sweep_{layer}_b{n}_{config}``: the tensor-core implicit
+  GEMM (bf16 in and out, fp32 accumulation; im2col + tiled TMA, wgmma) in
+  each configuration of :data:`CANDIDATES` (information);
+- ``numba_conv_tc_bf16_{layer}_b{n}``: the fastest of those, and
   ``twin_conv_tc_bf16_{layer}_b{n}``, its CUDA C++ twin
   (``twins_conv.cu``) in the same configuration, timed in alternation;
 - ``cudnn_conv_bf16_{layer}_b{n}``: ``torch.nn.functional.conv2d`` on the
@@ -30,8 +32,15 @@ LAYERS = {
     "14x14_c256_s2": (14, 14, 256, 256, 3, 3, 2, 1),
 }
 BATCHES = {"full": (32, 128), "quick": (8,)}
-#: the tensor-core tiles per layer: (bn, consumers, stages)
-TILES = {"56x56_c64": (64, 2, 4), "28x28_c128": (128, 2, 4), "14x14_c256_s2": (128, 1, 4)}
+#: the tensor-core configurations tried per layer, (bn, consumers, stages,
+#: ctas): each is timed (``numba_conv_tc_sweep_*`` rows, information), and
+#: the fastest is timed against the twin in the same configuration (the
+#: twin instantiates exactly these, twins_conv.cu)
+CANDIDATES = {
+    "56x56_c64": ((64, 2, 4, 1), (64, 2, 4, 2), (64, 1, 6, 2)),
+    "28x28_c128": ((128, 2, 4, 1), (128, 1, 3, 2), (64, 2, 4, 2)),
+    "14x14_c256_s2": ((128, 1, 4, 1), (128, 1, 3, 2), (256, 2, 4, 1), (64, 1, 4, 2)),
+}
 
 
 def suite_keys(quick: bool) -> list[str]:
@@ -43,16 +52,16 @@ def suite_keys(quick: bool) -> list[str]:
 def _twin(twins) -> Callable:
     lib = twins.lib
     P, I = ctypes.c_void_p, ctypes.c_int
-    lib.twin_conv2d_tc.argtypes = [P, P, P] + [I] * 18
+    lib.twin_conv2d_tc.argtypes = [P, P, P] + [I] * 19
     lib.twin_conv2d_tc.restype = I
 
     def run(xmap: int, wmap: int, y: int, N, P_, Q, C, K, R, S, stride, dilation, padding, bn,
-            stages, consumers, bf16: bool, out_kind: int) -> None:
+            stages, consumers, ctas, bf16: bool, out_kind: int) -> None:
         from .twins import TwinError
 
         rc = lib.twin_conv2d_tc(xmap, wmap, y, N, P_, Q, C, K, R, S, stride[0], stride[1],
                                 dilation[0], dilation[1], padding[0], padding[1], bn, stages,
-                                consumers, int(bf16), out_kind)
+                                consumers, ctas, int(bf16), out_kind)
         if rc:
             raise TwinError(f"twin_conv2d_tc: CUDA error {rc}" if rc != -1 else
                             "twin_conv2d_tc: configuration not instantiated in twins_conv.cu")
@@ -101,26 +110,47 @@ def suite_conv2d(r) -> None:
                     return f"every element written; rel. error {err:.1e} vs cuDNN fp32 of the same inputs"
                 return check
 
-            # --- tensor cores: ours and the twin, alternating
-            bn, consumers, stages = TILES[layer]
+            # --- tensor cores: the sweep of ours, then its best and the twin, alternating
             y = torch.empty(n * P * Q, K, device="cuda", dtype=torch.bfloat16)
             yu = y.view(torch.uint16)
-            tcfg = dict(cfg, bn=bn, consumers=consumers, stages=stages, bc=64)
+            yd = cuda.as_cuda_array(yu)  # device arrays, not tensors: no conversion a launch
             key_a, key_b = f"numba_conv_tc_bf16_{layer}_b{n}", f"twin_conv_tc_bf16_{layer}_b{n}"
             lab = f"conv2d bf16 {layer} batch {n}"
-            try:
+
+            def ours_of(bn, consumers, stages, ctas):
                 kern = cv.make_conv2d_tc(R, S, stride, dilation, padding, bn=bn, bc=64,
-                                         stages=stages, consumers=consumers, out="bf16")
-                xmap, wmap = cv.maps_tc(x.view(torch.uint16), w.view(torch.uint16).reshape(K, R * S, C),
-                                        kern, stride, padding, dilation)
-                # device arrays, not torch tensors: no interface conversion a launch
-                xd, wd, yd = xmap.device, wmap.device, cuda.as_cuda_array(yu)
-                ours = (lambda: cv.run_tc(kern, xd, wd, yd, n, P, Q, C))
+                                         stages=stages, consumers=consumers, out="bf16", ctas=ctas)
+                xmap, wmap = cv.maps_tc(x.view(torch.uint16),
+                                        w.view(torch.uint16).reshape(K, R * S, C), kern, stride,
+                                        padding, dilation)
+                xd, wd = xmap.device, wmap.device
+                return (lambda: cv.run_tc(kern, xd, wd, yd, n, P, Q, C)), (xmap, wmap)
+
+            best, best_ms = None, float("inf")
+            for cand in CANDIDATES[layer]:
+                bn, consumers, stages, ctas = cand
+                tag = f"bn{bn}_c{consumers}_s{stages}_x{ctas}"
+                try:
+                    launch, _ = ours_of(*cand)
+                    m = r.measure(f"numba_conv_tc_sweep_{layer}_b{n}_{tag}", f"{lab} sweep {tag}",
+                                  "numba", "TFLOP/s", work, launch, check_of(launch, y, 1e-2),
+                                  config=dict(cfg, bn=bn, consumers=consumers, stages=stages,
+                                              ctas=ctas), reps=5)
+                    if m.status == "ok" and m.ms < best_ms:
+                        best, best_ms = cand, m.ms
+                except Exception as e:
+                    r.fail(f"numba_conv_tc_sweep_{layer}_b{n}_{tag}", f"{lab} sweep {tag}", "numba",
+                           "TFLOP/s", f"error: {type(e).__name__}: {e}")
+            try:
+                if best is None:
+                    raise RuntimeError("no configuration of the sweep ran")
+                bn, consumers, stages, ctas = best
+                tcfg = dict(cfg, bn=bn, consumers=consumers, stages=stages, ctas=ctas, bc=64)
+                ours, (xmap, wmap) = ours_of(*best)
                 tw = _twin(r.twins())
-                xm, wm = ptr(xmap), ptr(wmap)
-                yp = ptr(yu)
+                xm, wm, yp = ptr(xmap), ptr(wmap), ptr(yu)
                 twin = (lambda: tw(xm, wm, yp, n, P, Q, C, K, R, S, stride, dilation, padding, bn,
-                                   stages, consumers, True, 1))
+                                   stages, consumers, ctas, True, 1))
                 r.measure_pair(
                     (key_a, f"{lab} (wgmma, im2col TMA pipeline)", "numba", "TFLOP/s", work, ours,
                      check_of(ours, y, 1e-2), tcfg),

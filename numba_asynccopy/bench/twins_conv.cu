@@ -17,6 +17,8 @@
 //   it waits for the slot, issues four m64nBNk16 MMAs on K-major descriptors
 //   of both tiles, commits, waits for the previous k-step's group
 //   (wait_group 1) and releases that slot, as ac.pipeline does;
+// - CTAS (1 or 2) blocks resident on an SM (the launch bounds), the
+//   setmaxnreg limits split as the example's nreg_split;
 // - the epilogue stores the fragment element by element (masked at the
 //   pixel and channel edges), converted to the output type.
 //
@@ -165,8 +167,19 @@ __device__ __forceinline__ void store1(void* out, long long i, float v) {
     else static_cast<__half*>(out)[i] = __float2half_rn(v);
 }
 
-template <int BN, int STAGES, int CONSUMERS, bool BF16, int OUT>
-__global__ void __launch_bounds__(128 * (1 + CONSUMERS), 1)
+// setmaxnreg limits (producer, consumers) as examples/conv2d.py's nreg_split
+template <int CONSUMERS, int CTAS>
+struct NregSplit {
+    static constexpr int THREADS = 128 * (1 + CONSUMERS);
+    static constexpr int CAP0 = 65536 / (THREADS * CTAS) / 8 * 8;
+    static constexpr int CAP = CAP0 < 248 ? CAP0 : 248;
+    static constexpr int PROD = CTAS == 1 ? 40 : 24;
+    static constexpr int CONS0 = (CAP * THREADS - PROD * 128) / (128 * CONSUMERS) / 8 * 8;
+    static constexpr int CONS = CONS0 < 232 ? CONS0 : 232;
+};
+
+template <int BN, int STAGES, int CONSUMERS, int CTAS, bool BF16, int OUT>
+__global__ void __launch_bounds__(128 * (1 + CONSUMERS), CTAS)
 conv_tc(const void* __restrict__ xmap, const void* __restrict__ wmap, void* __restrict__ out, int N,
         int P, int Q, int C, int K, int R, int S, int SH, int SW, int DH, int DW, int PH, int PW) {
     constexpr int BM = 64 * CONSUMERS;
@@ -190,7 +203,7 @@ conv_tc(const void* __restrict__ xmap, const void* __restrict__ wmap, void* __re
     const int chunks = (C + BC - 1) / BC;
     const int steps = R * S * chunks;
     if (wg == 0) {
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(NregSplit<CONSUMERS, CTAS>::PROD));
         if (tid < 32 && elect_one()) {
             const int n = static_cast<int>(m0 / (P * Q));
             const int rem = static_cast<int>(m0 - (long long)n * P * Q);
@@ -200,24 +213,23 @@ conv_tc(const void* __restrict__ xmap, const void* __restrict__ wmap, void* __re
             asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;" ::"l"(wmap) : "memory");
             int slot = 0;
             uint32_t phase = 0;
-            for (int t = 0; t < steps; ++t) {
-                const int tap = t / chunks;
-                const int c0 = (t - tap * chunks) * BC;
-                const int r = tap / S, s = tap - (tap / S) * S;
-                mbar_wait(&empty[slot], phase ^ 1);
-                mbar_expect_tx(&full[slot], A_BYTES);
-                load_im2col(sa + slot * A_BYTES, xmap, c0, w0, h0, n, uint16_t(s * DW),
-                            uint16_t(r * DH), &full[slot]);
-                mbar_expect_tx(&full[slot], B_BYTES);
-                load_tile3(sb + slot * B_BYTES, wmap, c0, tap, k0, &full[slot]);
-                if (++slot == STAGES) {
-                    slot = 0;
-                    phase ^= 1;
-                }
-            }
+            for (int r = 0; r < R; ++r)
+                for (int s = 0; s < S; ++s)
+                    for (int ch = 0; ch < chunks; ++ch) {
+                        mbar_wait(&empty[slot], phase ^ 1);
+                        mbar_expect_tx(&full[slot], A_BYTES);
+                        load_im2col(sa + slot * A_BYTES, xmap, ch * BC, w0, h0, n, uint16_t(s * DW),
+                                    uint16_t(r * DH), &full[slot]);
+                        mbar_expect_tx(&full[slot], B_BYTES);
+                        load_tile3(sb + slot * B_BYTES, wmap, ch * BC, r * S + s, k0, &full[slot]);
+                        if (++slot == STAGES) {
+                            slot = 0;
+                            phase ^= 1;
+                        }
+                    }
         }
     } else {
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(NregSplit<CONSUMERS, CTAS>::CONS));
         const int c = wg - 1;
         const bool leader = (tid % 128) == 0;
         float acc[BN / 2];
@@ -258,13 +270,17 @@ conv_tc(const void* __restrict__ xmap, const void* __restrict__ wmap, void* __re
     }
 }
 
-template <int BN, int STAGES, int CONSUMERS, bool BF16, int OUT>
+template <int BN, int STAGES, int CONSUMERS, int CTAS, bool BF16, int OUT>
 int launch(const void* xmap, const void* wmap, void* out, int N, int P, int Q, int C, int K, int R,
            int S, int SH, int SW, int DH, int DW, int PH, int PW) {
     constexpr int BM = 64 * CONSUMERS;
     const int smem_bytes = STAGES * (BM + BN) * BC * 2;
-    auto kern = conv_tc<BN, STAGES, CONSUMERS, BF16, OUT>;
-    cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+    auto kern = conv_tc<BN, STAGES, CONSUMERS, CTAS, BF16, OUT>;
+    static bool sized = false;  // once per instantiation, as Numba sizes a kernel once
+    if (!sized) {
+        cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+        sized = true;
+    }
     const long long M = (long long)N * P * Q;
     dim3 grid(static_cast<unsigned>((M + BM - 1) / BM), (K + BN - 1) / BN);
     kern<<<grid, 128 * (1 + CONSUMERS), smem_bytes>>>(xmap, wmap, out, N, P, Q, C, K, R, S, SH, SW, DH,
@@ -273,38 +289,41 @@ int launch(const void* xmap, const void* wmap, void* out, int N, int P, int Q, i
 }
 
 template <bool BF16, int OUT>
-int dispatch(int bn, int stages, int consumers, const void* xm, const void* wm, void* out, int N,
+int dispatch(int bn, int stages, int consumers, int ctas, const void* xm, const void* wm, void* out, int N,
              int P, int Q, int C, int K, int R, int S, int SH, int SW, int DH, int DW, int PH,
              int PW) {
-#define CONV_TWIN_CASE(B, ST, CO)                                                                   \
-    if (bn == B && stages == ST && consumers == CO)                                                 \
-        return launch<B, ST, CO, BF16, OUT>(xm, wm, out, N, P, Q, C, K, R, S, SH, SW, DH, DW, PH, PW);
-    CONV_TWIN_CASE(64, 4, 2)
-    CONV_TWIN_CASE(128, 4, 2)
-    CONV_TWIN_CASE(256, 4, 2)
-    CONV_TWIN_CASE(64, 4, 1)
-    CONV_TWIN_CASE(128, 4, 1)
-    CONV_TWIN_CASE(256, 4, 1)
+#define CONV_TWIN_CASE(B, ST, CO, CT)                                                               \
+    if (bn == B && stages == ST && consumers == CO && ctas == CT)                                   \
+        return launch<B, ST, CO, CT, BF16, OUT>(xm, wm, out, N, P, Q, C, K, R, S, SH, SW, DH, DW, PH, PW);
+    // the configurations the benchmark sweeps (suites_conv.CANDIDATES)
+    CONV_TWIN_CASE(64, 4, 2, 1)
+    CONV_TWIN_CASE(64, 4, 2, 2)
+    CONV_TWIN_CASE(64, 6, 1, 2)
+    CONV_TWIN_CASE(128, 4, 2, 1)
+    CONV_TWIN_CASE(128, 3, 1, 2)
+    CONV_TWIN_CASE(128, 4, 1, 1)
+    CONV_TWIN_CASE(256, 4, 2, 1)
+    CONV_TWIN_CASE(64, 4, 1, 2)
 #undef CONV_TWIN_CASE
     return -1;
 }
 
 }  // namespace conv_twin
 
-// bf16 = 1: bf16 inputs, 0: fp16; out: 0 float32, 1 bf16, 2 float16; C a
+// bf16 = 1: bf16 inputs (out 0 float32 or 1 bf16), 0: fp16 (out 2 float16); C a
 // multiple of 64 is not required (channel tails load as zeros), K and C
 // multiples of 8.  Returns a cudaError_t, -1 for a configuration not
 // instantiated.
 extern "C" int twin_conv2d_tc(const void* xmap, const void* wmap, void* out, int N, int P, int Q,
                               int C, int K, int R, int S, int SH, int SW, int DH, int DW, int PH,
-                              int PW, int bn, int stages, int consumers, int bf16, int out_kind) {
+                              int PW, int bn, int stages, int consumers, int ctas, int bf16,
+                              int out_kind) {
     using namespace conv_twin;
     if (bf16) {
-        if (out_kind == 0) return dispatch<true, 0>(bn, stages, consumers, xmap, wmap, out, N, P, Q, C, K, R, S, SH, SW, DH, DW, PH, PW);
-        if (out_kind == 1) return dispatch<true, 1>(bn, stages, consumers, xmap, wmap, out, N, P, Q, C, K, R, S, SH, SW, DH, DW, PH, PW);
+        if (out_kind == 0) return dispatch<true, 0>(bn, stages, consumers, ctas, xmap, wmap, out, N, P, Q, C, K, R, S, SH, SW, DH, DW, PH, PW);
+        if (out_kind == 1) return dispatch<true, 1>(bn, stages, consumers, ctas, xmap, wmap, out, N, P, Q, C, K, R, S, SH, SW, DH, DW, PH, PW);
     } else {
-        if (out_kind == 0) return dispatch<false, 0>(bn, stages, consumers, xmap, wmap, out, N, P, Q, C, K, R, S, SH, SW, DH, DW, PH, PW);
-        if (out_kind == 2) return dispatch<false, 2>(bn, stages, consumers, xmap, wmap, out, N, P, Q, C, K, R, S, SH, SW, DH, DW, PH, PW);
+        if (out_kind == 2) return dispatch<false, 2>(bn, stages, consumers, ctas, xmap, wmap, out, N, P, Q, C, K, R, S, SH, SW, DH, DW, PH, PW);
     }
     return -1;
 }

@@ -187,7 +187,7 @@ def tc_channels(C: int) -> int:
 @lru_cache(maxsize=None)
 def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1), bn: int = 128,
                    bc: int = 64, stages: int = 4, consumers: int = 2, dtype: str = "bf16",
-                   out: str = "float32"):
+                   out: str = "float32", ctas: int = 1):
     """The tensor-core kernel ``conv(xmap, wmap, out, N, P, Q, C)`` for one
     filter geometry (compile-time); launch it with :func:`run_tc` (maps by
     :func:`maps_tc`).
@@ -202,7 +202,10 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
     before it releases the previous slot.  ``bn``: 64..256, a multiple of
     16 (the MMA's N); ``bc``: 16, 32 or 64 (:func:`tc_channels`); ``dtype``:
     ``"bf16"`` (uint16 bits) or ``"f16"``; ``out``: ``"float32"``,
-    ``"bf16"`` or ``"float16"``."""
+    ``"bf16"`` or ``"float16"``; ``ctas``: blocks resident on one SM (1 or
+    2; the launch bounds' second number), so that one block's epilogue and
+    pipeline fill overlap another's MMAs: :func:`nreg_split` gives the
+    warpgroups' register limits."""
     from .hgemm import _carve
 
     if bn % 16 or not 16 <= bn <= 256:
@@ -211,6 +214,8 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
         raise ValueError(f"bc must be 16, 32 or 64 (a 32-, 64- or 128-byte swizzle row), got {bc}")
     if consumers not in (1, 2):
         raise ValueError(f"consumers must be 1 or 2 warpgroups, got {consumers}")
+    if ctas not in (1, 2):
+        raise ValueError(f"ctas must be 1 or 2 (blocks resident on one SM), got {ctas}")
     if dtype not in ("bf16", "f16"):
         raise ValueError(f"dtype must be 'bf16' or 'f16', got {dtype!r}")
     if out not in ("float32", "bf16", "float16"):
@@ -222,6 +227,16 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
     BMT = TC_BM * consumers
     swz = 2 * bc
     threads = 128 * (1 + consumers)
+    PROD, CONS = nreg_split(consumers, ctas)
+    cap = min(248, 65536 // (threads * ctas) // 8 * 8)
+    if bn // 2 + 40 > cap:
+        # ptxas allocates the whole kernel within the launch's cap
+        raise ValueError(f"bn={bn} needs {bn // 2} accumulator registers a thread; {ctas} block(s) "
+                         f"of {threads} threads a SM leave {cap}: use bn <= {2 * (cap - 40)}")
+    smem = stages * (BMT + bn) * bc * 2
+    if smem * ctas > SMEM_PER_SM:
+        raise ValueError(f"{ctas} block(s) of {smem} bytes of shared memory (stages={stages}, "
+                         f"bn={bn}, {consumers} consumer(s)) exceed the SM's {SMEM_PER_SM} bytes")
     a_elems = stages * BMT * bc
     storage = np.uint16 if dtype == "bf16" else np.float16
 
@@ -239,7 +254,7 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
         chunks = (C + bc - 1) // bc
         steps = TAPS * chunks
         if wg == 0:
-            ac.setmaxnreg_dec(40)
+            ac.setmaxnreg_dec(PROD)
             if tid < 32:
                 if ac.elect_sync():
                     n = m0 // (P * Q)
@@ -251,20 +266,21 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
                     ac.fence_proxy_tensormap(xmap)
                     ac.fence_proxy_tensormap(wmap)
                     ps = ac.pipeline.producer_start(pipe)
-                    for t in range(steps):
-                        tap = t // chunks
-                        c0 = (t - tap * chunks) * bc
-                        r = tap // S
-                        s = tap - r * S
-                        ac.pipeline.producer_acquire(pipe, ps)
-                        ac.pipeline.copy_tensor_im2col(pipe, ps, sa[ps.slot], xmap, (n, h0, w0, c0),
-                                                       (r * DH, s * DW), fence=False)
-                        ac.pipeline.copy_tensor(pipe, ps, sb[ps.slot], wmap, (k0, tap, c0),
-                                                fence=False)
-                        ac.pipeline.producer_commit(pipe, ps)
-                        ps = ac.pipeline.advance(pipe, ps)
+                    # nested loops, no division a step: the producer issues a
+                    # step in far fewer cycles than the MMAs of a step take
+                    for r in range(R):
+                        for s in range(S):
+                            for ch in range(chunks):
+                                ac.pipeline.producer_acquire(pipe, ps)
+                                ac.pipeline.copy_tensor_im2col(pipe, ps, sa[ps.slot], xmap,
+                                                               (n, h0, w0, ch * bc),
+                                                               (r * DH, s * DW), fence=False)
+                                ac.pipeline.copy_tensor(pipe, ps, sb[ps.slot], wmap,
+                                                        (k0, r * S + s, ch * bc), fence=False)
+                                ac.pipeline.producer_commit(pipe, ps)
+                                ps = ac.pipeline.advance(pipe, ps)
         else:
-            ac.setmaxnreg_inc(232)
+            ac.setmaxnreg_inc(CONS)
             c = wg - 1
             leader = (tid % 128) == 0
             acc = ac.wgmma_zero(bn)
@@ -292,9 +308,28 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
                 ac.pipeline.consumer_release(pipe, prev)
             ac.wgmma_store(acc, out_, m0 + 64 * c, k0, dtype=out)
 
-    jit = cuda.jit if ac.sim.ENABLED else cuda.jit(launch_bounds=(threads, 1))
-    smem = stages * (BMT + bn) * bc * 2
-    return ConvTC(jit(conv), R, S, bn, bc, stages, consumers, threads, smem)
+    jit = cuda.jit if ac.sim.ENABLED else cuda.jit(launch_bounds=(threads, ctas))
+    return ConvTC(jit(conv), R, S, bn, bc, stages, consumers, threads, smem, ctas)
+
+
+#: shared memory one SM gives its resident blocks (227 KB on sm_90), less
+#: 1 KB a block for the barriers and the driver's reservation
+SMEM_PER_SM = 227 * 1024 - 2048
+
+
+def nreg_split(consumers: int, ctas: int) -> tuple[int, int]:
+    """(producer, consumer) per-thread register limits for ``setmaxnreg``.
+    The launch bounds ``(threads, ctas)`` cap the launch's count at ``cap``
+    (65536 registers shared by the resident threads, in steps of 8); the
+    producer warpgroup gives registers back (40, or 24 with two blocks a
+    SM) and the consumers take what that frees, at most 232: the block's
+    total never exceeds what it was launched with (else ``setmaxnreg.inc``
+    would wait for ever)."""
+    threads = 128 * (1 + consumers)
+    cap = min(248, 65536 // (threads * ctas) // 8 * 8)
+    prod = 40 if ctas == 1 else 24
+    cons = min(232, (cap * threads - prod * 128) // (128 * consumers) // 8 * 8)
+    return prod, cons
 
 
 @dataclass(frozen=True)
@@ -310,6 +345,7 @@ class ConvTC:
     consumers: int
     threads: int
     smem: int
+    ctas: int = 1
 
 
 def maps_tc(x, w3d, conv: ConvTC, stride, padding, dilation):
@@ -336,7 +372,8 @@ def run_tc(conv: ConvTC, xmap, wmap, y2d, N: int, P: int, Q: int, C: int, stream
 
 
 def conv2d_tc(x, w, stride=(1, 1), padding=(0, 0), dilation=(1, 1), dtype: str = "bf16",
-              out: str = "float32", bn: int | None = None, stages: int = 4, consumers: int = 2):
+              out: str = "float32", bn: int | None = None, stages: int = 4, consumers: int = 2,
+              ctas: int = 1):
     """Convolve device arrays ``x`` (NHWC) and ``w`` (KRSC) on the tensor
     cores: bf16 (uint16 bits, ``dtype="bf16"``) or float16 inputs, fp32
     accumulation; returns the NPQK output (float32, or bf16 bits / float16
@@ -359,7 +396,7 @@ def conv2d_tc(x, w, stride=(1, 1), padding=(0, 0), dilation=(1, 1), dtype: str =
     if bn is None:
         bn = min(256, -(-K // 16) * 16)
     kern = make_conv2d_tc(R, S, stride, dilation, padding, bn=bn, bc=tc_channels(C), stages=stages,
-                          consumers=consumers, dtype=dtype, out=out)
+                          consumers=consumers, dtype=dtype, out=out, ctas=ctas)
     xmap, wmap = maps_tc(x, w.reshape(K, R * S, C), kern, stride, padding, dilation)
     odt = {"float32": np.float32, "bf16": np.uint16, "float16": np.float16}[out]
     y = cuda.device_array((N * P * Q, K), odt)

@@ -14,19 +14,22 @@ from numba_asynccopy import toolchain
 from numba_asynccopy.examples import conv2d as cv
 
 
-@pytest.mark.parametrize("bn,bc,consumers,dtype,out", [(64, 64, 2, "bf16", "float32"),
-                                                       (128, 64, 2, "f16", "float16"),
-                                                       (256, 64, 1, "bf16", "bf16"),
-                                                       (128, 16, 2, "bf16", "float32")])
-def test_conv2d_tc_sass_has_im2col_hgmma_no_local_memory_no_c7515(bn, bc, consumers, dtype, out):
+@pytest.mark.parametrize("bn,bc,consumers,dtype,out,ctas", [
+    (64, 64, 2, "bf16", "float32", 1), (128, 64, 2, "f16", "float16", 1),
+    (256, 64, 1, "bf16", "bf16", 1), (128, 16, 2, "bf16", "float32", 1),
+    (64, 64, 2, "bf16", "bf16", 2), (64, 64, 1, "bf16", "bf16", 2), (128, 64, 1, "bf16", "bf16", 2)])
+def test_conv2d_tc_sass_has_im2col_hgmma_no_local_memory_no_c7515(bn, bc, consumers, dtype, out,
+                                                                  ctas):
     k = cv.make_conv2d_tc(3, 3, (1, 1), (1, 1), (1, 1), bn=bn, bc=bc, consumers=consumers,
-                          dtype=dtype, out=out)
+                          dtype=dtype, out=out, ctas=ctas, stages=3 if ctas == 2 else 4)
     cty = {"float32": types.float32, "float16": types.float16, "bf16": types.uint16}[out]
     sig = (types.uint64[::1], types.uint64[::1], cty[:, ::1]) + (types.int64,) * 4
     ptx = cuda.compile_ptx(k.kernel.py_func, sig, cc=(9, 0, "a"),
-                           launch_bounds=(k.threads, 1))[0]
-    assert len(re.findall(r"cp\.async\.bulk\.tensor\.4d\.shared::cluster\.global\.im2col", ptx)) == 1
-    assert len(re.findall(r"cp\.async\.bulk\.tensor\.3d\.shared::cluster\.global\.tile", ptx)) == 1
+                           launch_bounds=(k.threads, ctas))[0]
+    # one im2col load and one filter load a k-step (the tap loops may be unrolled)
+    im2col = len(re.findall(r"cp\.async\.bulk\.tensor\.4d\.shared::cluster\.global\.im2col", ptx))
+    tiled = len(re.findall(r"cp\.async\.bulk\.tensor\.3d\.shared::cluster\.global\.tile", ptx))
+    assert im2col == tiled >= 1, (im2col, tiled)
     assert ptx.count(f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.{dtype}.{dtype}") == bc // 16
     cubin, log = toolchain.assemble(ptx, verbose=True)
     sass = toolchain.disassemble(cubin)
@@ -41,3 +44,10 @@ def test_conv2d_tc_sass_has_im2col_hgmma_no_local_memory_no_c7515(bn, bc, consum
     assert first < drained and not [i for i in local if i < drained], [lines[i] for i in local]
     if out == "float32":
         assert not local, [lines[i] for i in local]
+    # the register split: the producer gives back, the consumers take no more than that frees
+    prod, cons = cv.nreg_split(consumers, ctas)
+    assert f"USETMAXREG.DEALLOC.CTAPOOL {prod:#x}" in sass, sass.count("USETMAXREG")
+    assert re.search(rf"USETMAXREG.TRY_ALLOC.CTAPOOL (UP\d, )?{cons:#x}\b", sass)
+    m = re.search(r"Used (\d+) registers", log)
+    threads = 128 * (1 + consumers)
+    assert m and int(m.group(1)) * threads >= prod * 128 + cons * 128 * consumers, log

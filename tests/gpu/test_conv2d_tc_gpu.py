@@ -13,17 +13,23 @@ from numba import cuda
 import numba_asynccopy as ac
 from numba_asynccopy.examples import conv2d as cv
 
+from ..conftest import SIM
+
 pytestmark = pytest.mark.gpu
 
-# (N, H, W, C, K, R, S), stride, padding, dilation, dtype, bn, consumers
+# (N, H, W, C, K, R, S), stride, padding, dilation, dtype, bn, consumers, ctas
 CASES = [
-    ((2, 14, 14, 64, 64, 3, 3), (1, 1), (1, 1), (1, 1), "bf16", 64, 2),
-    ((1, 9, 11, 48, 40, 3, 3), (2, 2), (1, 1), (1, 1), "f16", None, 1),
-    ((3, 8, 8, 24, 16, 3, 3), (1, 2), (2, 1), (2, 1), "bf16", None, 2),
-    ((1, 7, 7, 16, 72, 1, 1), (1, 1), (0, 0), (1, 1), "f16", None, 2),
-    ((2, 10, 6, 136, 32, 5, 3), (1, 1), (2, 1), (1, 2), "bf16", 32, 1),
-    ((2, 16, 16, 128, 256, 3, 3), (2, 2), (1, 1), (1, 1), "bf16", 256, 2),
-    ((4, 12, 13, 96, 128, 3, 3), (1, 1), (1, 1), (1, 1), "f16", 128, 1),
+    ((2, 14, 14, 64, 64, 3, 3), (1, 1), (1, 1), (1, 1), "bf16", 64, 2, 1),
+    ((1, 9, 11, 48, 40, 3, 3), (2, 2), (1, 1), (1, 1), "f16", None, 1, 1),
+    ((3, 8, 8, 24, 16, 3, 3), (1, 2), (2, 1), (2, 1), "bf16", None, 2, 1),
+    ((1, 7, 7, 16, 72, 1, 1), (1, 1), (0, 0), (1, 1), "f16", None, 2, 1),
+    ((2, 10, 6, 136, 32, 5, 3), (1, 1), (2, 1), (1, 2), "bf16", 32, 1, 1),
+    ((2, 16, 16, 128, 256, 3, 3), (2, 2), (1, 1), (1, 1), "bf16", 256, 2, 1),
+    ((4, 12, 13, 96, 128, 3, 3), (1, 1), (1, 1), (1, 1), "f16", 128, 1, 1),
+    # two blocks a SM (the setmaxnreg split of nreg_split)
+    ((8, 20, 20, 64, 64, 3, 3), (1, 1), (1, 1), (1, 1), "bf16", 64, 2, 2),
+    ((3, 15, 17, 128, 128, 3, 3), (2, 1), (1, 1), (1, 1), "bf16", 128, 1, 2),
+    ((2, 11, 9, 72, 96, 3, 3), (1, 1), (1, 1), (2, 2), "f16", 64, 1, 2),
 ]
 
 
@@ -36,14 +42,17 @@ def inputs(rng, shape, dtype):
     return h, h.astype(np.float32)
 
 
-@pytest.mark.parametrize("shape, stride, padding, dilation, dtype, bn, consumers", CASES)
-def test_conv2d_tc_matches_numpy(shape, stride, padding, dilation, dtype, bn, consumers):
+@pytest.mark.parametrize("shape, stride, padding, dilation, dtype, bn, consumers, ctas", CASES)
+def test_conv2d_tc_matches_numpy(shape, stride, padding, dilation, dtype, bn, consumers, ctas):
     N, H, W, C, K, R, S = shape
+    if SIM and N * H * W * C * K > 200_000:
+        pytest.skip("a large shape: the simulator runs the small ones (tests/sim has more)")
     rng = np.random.default_rng()
     xh, xv = inputs(rng, (N, H, W, C), dtype)
     wh, wv = inputs(rng, (K, R, S, C), dtype)
     y = cv.conv2d_tc(cuda.to_device(xh), cuda.to_device(wh), stride, padding, dilation, dtype=dtype,
-                     bn=bn, consumers=consumers).copy_to_host()
+                     bn=bn, consumers=consumers, ctas=ctas,
+                     stages=3 if ctas == 2 else 4).copy_to_host()
     ref = cv.reference(xv, wv, stride, padding, dilation)
     # products of bf16/fp16 values are exact in fp32: the error is the fp32 sums'
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=2e-5 * np.sqrt(R * S * C) * 4)

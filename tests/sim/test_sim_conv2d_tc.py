@@ -57,6 +57,10 @@ def test_conv2d_tc_bf16_output_rounds_the_fp32_sum():
     ({"consumers": 3}, "consumers must be 1 or 2"),
     ({"dtype": "tf32"}, "dtype must be 'bf16' or 'f16'"),
     ({"out": "int8"}, "out must be"),
+    ({"ctas": 3}, "ctas must be 1 or 2"),
+    ({"bn": 128, "consumers": 2, "ctas": 2}, "bn=128 needs 64 accumulator registers a thread; 2 "
+     "block\\(s\\) of 384 threads a SM leave 80: use bn <= 80"),
+    ({"bn": 256, "consumers": 2, "stages": 5}, "1 block\\(s\\) of 245760 bytes of shared memory"),
 ])
 def test_conv2d_tc_refuses_bad_tiles(kw, words):
     with pytest.raises(ValueError, match=words):
