@@ -100,7 +100,8 @@ EXPECTED_MODE = {n: "SIMULATOR" for n in NOTEBOOKS} | {"06_performance.ipynb": "
 # lines only a launched kernel prints (the cluster and multicast cells)
 RUNS_IN_SIMULATOR = {
     "03_clusters.ipynb": ["[simulator] cluster of 8: ", "[simulator] CTA 1 received CTA 0's 256 bytes"],
-    "04_bulk_and_tma.ipynb": ["[simulator] one load, two CTAs received it"],
+    "04_bulk_and_tma.ipynb": ["[simulator] one load, two CTAs received it",
+                              "[simulator] im2col: 16 output pixels x 8 channels of tap (1, 2)"],
 }
 
 CASES = [(n, False) for n in NOTEBOOKS] + [("06_performance.ipynb", True),
