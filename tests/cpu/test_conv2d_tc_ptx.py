@@ -51,3 +51,55 @@ def test_conv2d_tc_sass_has_im2col_hgmma_no_local_memory_no_c7515(bn, bc, consum
     m = re.search(r"Used (\d+) registers", log)
     threads = 128 * (1 + consumers)
     assert m and int(m.group(1)) * threads >= prod * 128 + cons * 128 * consumers, log
+
+
+def test_bench_registers_the_conv2d_suite():
+    from numba_asynccopy.bench import report, suites, suites_conv
+
+    assert suites.SUITES["conv2d"] is suites_conv.suite_conv2d
+    keys = suites.suite_keys("conv2d", quick=False)
+    assert len(keys) == 2 * 3 * 5 and "twin_conv_tc_bf16_14x14_c256_s2_b128" in keys
+    compared = {(c.subject, c.peer, c.target) for c in report.comparisons(quick=False)}
+    for layer in suites_conv.LAYERS:
+        for b in (32, 128):
+            tag = f"{layer}_b{b}"
+            assert (f"numba_conv_tc_bf16_{tag}", f"twin_conv_tc_bf16_{tag}", 0.97) in compared
+            assert (f"numba_conv_tc_bf16_{tag}", f"cudnn_conv_bf16_{tag}", 0.70) in compared
+            assert (f"numba_conv_simt_f32_{tag}", f"cudnn_conv_f32_{tag}", None) in compared
+    # every candidate configuration is a valid kernel configuration
+    for layer, cands in suites_conv.CANDIDATES.items():
+        for bn, consumers, stages, ctas in cands:
+            cv.make_conv2d_tc(3, 3, bn=bn, consumers=consumers, stages=stages, ctas=ctas,
+                              out="bf16")
+
+
+def test_twin_instantiates_every_candidate_with_the_same_register_split():
+    from numba_asynccopy.bench import suites_conv
+    from numba_asynccopy.bench.twins import SOURCE, find_nvcc
+
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found")
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run([nvcc, "-O3", "-std=c++17", "-cubin", "-Xptxas", "-v",
+                               "-gencode=arch=compute_90a,code=sm_90a", "-o", f"{tmp}/t.cubin",
+                               str(SOURCE.with_name("twins_conv.cu"))],
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        sass = toolchain.disassemble(open(f"{tmp}/t.cubin", "rb").read())
+    assert "spill" not in proc.stderr.replace("0 bytes spill", ""), proc.stderr
+    assert "C7515" not in proc.stderr
+    funcs = re.split(r"\n\s*\.text\.", sass)
+    for cands in suites_conv.CANDIDATES.values():
+        for bn, consumers, stages, ctas in cands:
+            # the bf16-in, bf16-out instance the benchmark times
+            name = f"conv_tcILi{bn}ELi{stages}ELi{consumers}ELi{ctas}ELb1ELi1E"
+            body = [f for f in funcs if f.startswith("_ZN9conv_twin7" + name)]
+            assert body, name
+            prod, cons = cv.nreg_split(consumers, ctas)
+            assert f"USETMAXREG.DEALLOC.CTAPOOL {prod:#x}" in body[0], name
+            assert re.search(rf"USETMAXREG.TRY_ALLOC.CTAPOOL (UP\d, )?{cons:#x}\b", body[0]), name
+            assert body[0].count("HGMMA.64x") >= 4, name
