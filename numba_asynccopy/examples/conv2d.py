@@ -371,14 +371,33 @@ def run_tc(conv: ConvTC, xmap, wmap, y2d, N: int, P: int, Q: int, C: int, stream
               (xmap, wmap, y2d, N, P, Q, C), shared_mem=conv.smem, stream=stream)
 
 
+def tc_config(M: int, K: int, sms: int = 132) -> tuple[int, int, int, int]:
+    """The tile configuration ``(bn, consumers, stages, ctas)`` for ``M``
+    output pixels and ``K`` output channels, from the H200 sweep of the
+    benchmark (docs/im2col.md): ``K <= 64``: 128 x 64 tiles, two blocks a
+    SM; otherwise 128 x 128 tiles while they fill every SM, then 64 x 128
+    tiles two blocks a SM, then 64 x 64 (the fewer the pixels, the more
+    blocks the smaller tiles give)."""
+    if K <= 64:
+        return (-(-K // 16) * 16, 2, 4, 2)
+    if -(-M // 128) * -(-K // 128) >= sms:
+        return (128, 2, 4, 1)
+    if -(-M // 64) * -(-K // 128) >= sms:
+        return (128, 1, 3, 2)
+    return (64, 1, 4, 2)
+
+
 def conv2d_tc(x, w, stride=(1, 1), padding=(0, 0), dilation=(1, 1), dtype: str = "bf16",
-              out: str = "float32", bn: int | None = None, stages: int = 4, consumers: int = 2,
-              ctas: int = 1):
+              out: str = "float32", bn: int | None = None, stages: int | None = None,
+              consumers: int | None = None, ctas: int | None = None):
     """Convolve device arrays ``x`` (NHWC) and ``w`` (KRSC) on the tensor
     cores: bf16 (uint16 bits, ``dtype="bf16"``) or float16 inputs, fp32
     accumulation; returns the NPQK output (float32, or bf16 bits / float16
     for ``out="bf16"`` / ``"float16"``) as a device array.  ``C`` and ``K``
-    must be multiples of 8 (16-byte rows for TMA).
+    must be multiples of 8 (16-byte rows for TMA).  With none of ``bn``,
+    ``stages``, ``consumers``, ``ctas`` given, :func:`tc_config` picks them;
+    otherwise the missing ones are ``bn`` = K rounded up to 16 (at most
+    256), 4 stages, 2 consumers, 1 block a SM.
 
     Example::
 
@@ -393,8 +412,12 @@ def conv2d_tc(x, w, stride=(1, 1), padding=(0, 0), dilation=(1, 1), dtype: str =
         raise ValueError(f"K={K} must be a multiple of 8 (TMA needs 16-byte filter rows)")
     stride, padding, dilation = tuple(stride), tuple(padding), tuple(dilation)
     P, Q = out_shape(H, W, R, S, stride, padding, dilation)
-    if bn is None:
-        bn = min(256, -(-K // 16) * 16)
+    if bn is stages is consumers is ctas is None:
+        bn, consumers, stages, ctas = tc_config(N * P * Q, K)
+    bn = min(256, -(-K // 16) * 16) if bn is None else bn
+    stages = 4 if stages is None else stages
+    consumers = 2 if consumers is None else consumers
+    ctas = 1 if ctas is None else ctas
     kern = make_conv2d_tc(R, S, stride, dilation, padding, bn=bn, bc=tc_channels(C), stages=stages,
                           consumers=consumers, dtype=dtype, out=out, ctas=ctas)
     xmap, wmap = maps_tc(x, w.reshape(K, R * S, C), kern, stride, padding, dilation)

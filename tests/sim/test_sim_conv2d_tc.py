@@ -72,3 +72,26 @@ def test_conv2d_tc_refuses_channels_not_multiple_of_8():
     w = cuda.to_device(np.zeros((8, 3, 3, 12), np.uint16))
     with pytest.raises(ValueError, match="C=12 must be a multiple of 8"):
         cv.conv2d_tc(x, w)
+
+
+def test_tc_config_is_the_sweeps_winner_per_layer():
+    # the benchmark layers (M = N * P * Q pixels, K channels) and what the H200 sweep chose
+    assert cv.tc_config(32 * 56 * 56, 64) == (64, 2, 4, 2)
+    assert cv.tc_config(128 * 56 * 56, 64) == (64, 2, 4, 2)
+    assert cv.tc_config(32 * 28 * 28, 128) == (128, 2, 4, 1)
+    assert cv.tc_config(128 * 28 * 28, 128) == (128, 2, 4, 1)
+    assert cv.tc_config(128 * 7 * 7, 256) == (128, 1, 3, 2)
+    assert cv.tc_config(32 * 7 * 7, 256) == (64, 1, 4, 2)
+    for M, K in ((100, 8), (5000, 40), (10**6, 512), (300, 1024)):
+        bn, consumers, stages, ctas = cv.tc_config(M, K)
+        cv.make_conv2d_tc(3, 3, bn=bn, consumers=consumers, stages=stages, ctas=ctas)
+
+
+def test_conv2d_tc_default_configuration_matches_numpy():
+    rng = np.random.default_rng(4)
+    xh, xv = inputs(rng, (1, 6, 7, 16), "f16")
+    wh, wv = inputs(rng, (24, 3, 3, 16), "f16")
+    y = cv.conv2d_tc(cuda.to_device(xh), cuda.to_device(wh), (1, 1), (1, 1), (1, 1),
+                     dtype="f16").copy_to_host()
+    np.testing.assert_allclose(y, cv.reference(xv, wv, (1, 1), (1, 1), (1, 1)), rtol=1e-5,
+                               atol=1e-3)
