@@ -1,6 +1,8 @@
 """2-D convolution as an implicit GEMM fed by TMA: activation patches by
 im2col loads, filter tiles by tiled loads, through a multi-stage
-``ac.pipeline.tma_pipeline`` (fp32 SIMT math, fp32 accumulation).
+``ac.pipeline.tma_pipeline``, fp32 accumulation: :func:`conv2d` in fp32
+SIMT math, :func:`conv2d_tc` on the tensor cores (``wgmma``, bf16/fp16
+inputs, sm_90a; its section below).
 
 Shapes: activations NHWC ``(N, H, W, C)``, filters KRSC ``(K, R, S, C)``,
 output NPQK ``(N, P, Q, K)``; stride, padding and dilation per axis.
@@ -22,6 +24,7 @@ Example (runs in the simulator too)::
 
     from numba_asynccopy.examples import conv2d as cv
     y = cv.conv2d(x, w, stride=(1, 1), padding=(1, 1), dilation=(1, 1))  # device arrays
+    yb = cv.conv2d_tc(xb, wb, stride=(1, 1), padding=(1, 1))             # bf16 bits in
 """
 
 from __future__ import annotations
