@@ -160,6 +160,7 @@ _RANK = ("rank", ("1", "2", "3", "4", "5"))
 # a tensor copy's load mode: the tiled rows take .tile, the im2col rows .im2col
 _TILE = ("mode", (".tile",))
 _IM2COL = ("mode", (".im2col",))
+_IM2COL_NO_OFFS = ("mode", (".im2col_no_offs",))  # stores and reductions: no offsets
 _RANK_IM2COL = ("rank", ("3", "4", "5"))  # im2col maps are 3-D to 5-D
 _ARRIVE_ORDERS = tuple(f".{s}.{c}" for s in ("release", "relaxed") for c in ("cta", "cluster"))
 _WAIT_ORDERS = tuple(f".{s}.{c}" for s in ("acquire", "relaxed") for c in ("cta", "cluster"))
@@ -477,6 +478,21 @@ _ROWS = [
        quals=(_RANK_IM2COL, _IM2COL, _HINT),
        operands=("[tensorMap, tensorCoords]", "im2colOffsets", "policy"),
        example="ac.cp_async_bulk_prefetch_tensor_im2col(tm, (0, 0, 0, 0), (0, 0))"),
+    _F("cp.async.bulk.tensor.s2g.im2col",
+       "cp.async.bulk.tensor.{rank}d.global.shared::cta{mode}.bulk_group{hint}",
+       "cp.async.bulk.tensor.{3..5}d.global.shared::cta.im2col_no_offs.bulk_group{.L2::cache_hint} [tmap, {c...}], [src]{, policy};",
+       "8.0", 90, ("cp_async_bulk_tensor_store_im2col",), "tensor",
+       quals=(_RANK_IM2COL, _IM2COL_NO_OFFS, _HINT),
+       operands=("[tensorMap, tensorCoords]", "[srcMem]", "policy"),
+       example="ac.cp_async_bulk_tensor_store_im2col(tm, (0, 0, 0, 0), sh)"),
+    _F("cp.reduce.async.bulk.tensor.im2col",
+       "cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta.{op}{mode}.bulk_group{hint}",
+       "cp.reduce.async.bulk.tensor.{3..5}d.global.shared::cta.op.im2col_no_offs.bulk_group{.L2::cache_hint} [tmap, {c...}], [src]{, policy};",
+       "8.0", 90, ("cp_reduce_async_bulk_tensor_im2col",), "tensor",
+       quals=(_RANK_IM2COL, ("op", ("add", "min", "max", "inc", "dec", "and", "or", "xor")),
+              _IM2COL_NO_OFFS, _HINT),
+       operands=("[tensorMap, tensorCoords]", "[srcMem]", "policy"),
+       example='ac.cp_reduce_async_bulk_tensor_im2col(tm, (0, 0, 0, 0), sh, "add")'),
     _F("prefetch.tensormap", "prefetch.tensormap",
        "prefetch.tensormap [tmap];", "8.0", 90, ("prefetch_tensormap",), "tensor",
        operands=("[a]",), example="ac.prefetch_tensormap(tm, fence=False)"),
@@ -485,7 +501,8 @@ _ROWS = [
        "8.3", 90, ("fence_proxy_tensormap", "cp_async_bulk_tensor_load",
                    "cp_async_bulk_tensor_store", "cp_reduce_async_bulk_tensor",
                    "prefetch_tensormap", "cp_async_bulk_tensor_load_im2col",
-                   "cp_async_bulk_prefetch_tensor_im2col"),
+                   "cp_async_bulk_prefetch_tensor_im2col", "cp_async_bulk_tensor_store_im2col",
+                   "cp_reduce_async_bulk_tensor_im2col"),
        "tensor", quals=(("scope", ("cta", "cluster", "gpu", "sys")),), operands=("[addr]", "size"),
        example='ac.fence_proxy_tensormap(tm, "gpu")'),
     # --- tensor cores, Ampere style (mma.py) ----------------------------------

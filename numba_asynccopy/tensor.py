@@ -110,6 +110,7 @@ class TensorOptions:
     multicast: bool = False
     op: str | None = None
     ptx_type: str | None = None
+    im2col: bool = False  # a store or reduction in .im2col_no_offs mode
 
 
 def _fence(fence) -> bool:
@@ -131,10 +132,16 @@ def validate_load(dst, tensor_map, coords, mbar, multicast_mask, cache_policy, f
                          multicast=check_mask(api, multicast_mask))
 
 
-def validate_store(api, tensor_map, coords, src, cache_policy, fence, op=None, bf16=None) -> TensorOptions:
-    select("cp.reduce.async.bulk.tensor" if op is not None else "cp.async.bulk.tensor.s2g")
+def validate_store(api, tensor_map, coords, src, cache_policy, fence, op=None, bf16=None,
+                   im2col: bool = False) -> TensorOptions:
+    key = "cp.reduce.async.bulk.tensor" if op is not None else "cp.async.bulk.tensor.s2g"
+    select(key + (".im2col" if im2col else ""))
     check_tensor_map(api, tensor_map)
-    rank = check_coords(api, coords, store=True)
+    # an im2col column block may start left of the tensor (a negative lower corner)
+    rank = check_coords(api, coords, store=not im2col)
+    if im2col and rank < 3:
+        raise TypingError(f"{api}: `coords` has {rank} entries; an im2col map is 3-D to 5-D: "
+                          "(n, [d, [h,]] w, c)")
     check_tile_view(api, "src", src)
     do_fence = bool_constant(fence, api, "fence")
     if do_fence:
@@ -142,13 +149,13 @@ def validate_store(api, tensor_map, coords, src, cache_policy, fence, op=None, b
     o = dict(rank=rank, fence=do_fence,
              cache_policy=check_policy(api, cache_policy))
     if op is None:
-        return TensorOptions(**o)
+        return TensorOptions(im2col=im2col, **o)
     name = literal_value(op, api, "op", kind=str, allowed=REDUCE_OPS)
     observed = TENSOR_REDUCE_OBSERVED.get((name, str(src.dtype)))
     if observed is not None and not bool_constant(bf16, api, "bf16"):
         raise TypingError(f"{api}: op={name!r} on {src.dtype} elements is refused: {observed}")
     t = reduce_type(api, name, src.dtype, bool_constant(bf16, api, "bf16"), TENSOR_REDUCE_TYPES)
-    return TensorOptions(op=name, ptx_type=t, **o)
+    return TensorOptions(op=name, ptx_type=t, im2col=im2col, **o)
 
 
 _PROBE = "benchmarks/h200-2026-12-01/reduce64/ (one process per form)"
@@ -189,11 +196,13 @@ def ptx_tensor_load(o: TensorOptions) -> tuple[str, str]:
 def ptx_tensor_store(o: TensorOptions) -> tuple[str, str]:
     """Operands: map(l), coords innermost first (r...), src(r), [policy(l)]."""
     hint = ".L2::cache_hint" if o.cache_policy else ""
+    mode, suffix = (".im2col_no_offs", ".im2col") if o.im2col else (".tile", "")
     if o.op is None:
-        opcode = form("cp.async.bulk.tensor.s2g").opcode.format(rank=o.rank, mode=".tile", hint=hint)
+        opcode = form("cp.async.bulk.tensor.s2g" + suffix).opcode.format(rank=o.rank, mode=mode,
+                                                                         hint=hint)
     else:
-        opcode = form("cp.reduce.async.bulk.tensor").opcode.format(rank=o.rank, op=o.op,
-                                                                   mode=".tile", hint=hint)
+        opcode = form("cp.reduce.async.bulk.tensor" + suffix).opcode.format(
+            rank=o.rank, op=o.op, mode=mode, hint=hint)
     ops = [f"[$0, {_coords_text(1, o.rank)}]", f"[${1 + o.rank}]"]
     cons = ["l"] + ["r"] * o.rank + ["r"]
     return instruction(opcode, ops, cons, policy=o.cache_policy)
@@ -390,13 +399,16 @@ def _lower_store(context, builder, sig, args, o: TensorOptions, api: str, policy
     if _checked._note_compiled():
         check_space(context, builder, api, s, "shared")
         check_space(context, builder, api, m, "global")
-        check_map_and_tile(context, builder, api, m, o.rank, s, dtype_code)
+        check_map_and_tile(context, builder, api, m, o.rank, s, dtype_code, mode=int(o.im2col))
     extra = [as_i64(context, builder, args[policy_at], sig.args[policy_at])] if o.cache_policy else []
     if o.fence:
         emit_fence(builder, maddr)
     text, constraints = ptx_tensor_store(o)
     cs = coords_values(context, builder, sig.args[1], args[1], api)
-    if _checked._note_compiled():
+    if _checked._note_compiled() and o.im2col:
+        check_inner_coord(context, builder, api, m, cs[0])
+        check_im2col_start(context, builder, api, m, cs)
+    elif _checked._note_compiled():
         check_inner_coord(context, builder, api, m, cs[0])
         # Measured on the H200: a store or reduce at a negative coordinate
         # fails the launch with an illegal instruction (loads zero-fill).
@@ -477,6 +489,85 @@ def cp_reduce_async_bulk_tensor(typingctx, tensor_map, coords, src, op, *, bf16=
     sig = types.void(tensor_map, coords, src, op, bf16, cache_policy, fence)
     t = o.ptx_type
     if t in ("b32", "b64"):  # bitwise ops: the map holds the view's own integer type
+        code = DTYPE_CODES[str(src.dtype)]
+    else:
+        code = DTYPE_CODES[_REDUCE_DTYPE_CODE[t]]
+
+    def codegen(context, builder, sig, args):
+        return _lower_store(context, builder, sig, args, o, api, 5, 6, dtype_code=code)
+
+    return sig, codegen
+
+
+@intrinsic
+def cp_async_bulk_tensor_store_im2col(typingctx, tensor_map, coords, src, *, cache_policy=None,
+                                      fence=True):
+    """Store ``src`` (shared, one im2col column block) back along the
+    traversal of an im2col load, without offsets.
+
+    PTX: ``cp.async.bulk.tensor.Nd.global.shared::cta.im2col_no_offs
+    .bulk_group{.L2::cache_hint} [map, {coords}], [src]`` (N = 3, 4, 5;
+    sm_90, PTX ISA 8.0).
+
+    - ``tensor_map``: an :meth:`ac.TensorMap.im2col <numba_asynccopy.TensorMap.im2col>` map.
+    - ``src``: C-contiguous ``(pixels_per_column, channels_per_pixel)``
+      (``tensor_map.box_bytes`` bytes), aligned to ``tensor_map.smem_alignment``.
+    - ``coords``: ``(n, [d, [h,]] w, c)`` as for
+      :func:`cp_async_bulk_tensor_load_im2col`: pixel ``i`` of ``src`` goes
+      to the ``i``-th position of the bounding-box traversal from there
+      (``numba_asynccopy.host.im2col.numpy_im2col_store``); positions and
+      channels outside the tensor are not written.
+
+    Checked mode (and the simulator, with the same words) traps on a map
+    that is not an im2col map of this rank, a tile that does not match its
+    box, a misaligned first channel and a first pixel outside the bounding
+    box (the load's rules).  Completion as for
+    :func:`cp_async_bulk_tensor_store`.
+
+    Example::
+
+        ac.fence_proxy_async("shared::cta")
+        cuda.syncthreads()
+        if cuda.threadIdx.x == 0:
+            ac.cp_async_bulk_tensor_store_im2col(tmap, (n, p - 1, q - 1, c0), tile)
+            ac.bulk_commit_group()
+            ac.bulk_wait_group(0)
+    """
+    api = "cp_async_bulk_tensor_store_im2col"
+    o = validate_store(api, tensor_map, coords, src, cache_policy, fence, im2col=True)
+    sig = types.void(tensor_map, coords, src, cache_policy, fence)
+
+    def codegen(context, builder, sig, args):
+        return _lower_store(context, builder, sig, args, o, api, 3, 4)
+
+    return sig, codegen
+
+
+@intrinsic
+def cp_reduce_async_bulk_tensor_im2col(typingctx, tensor_map, coords, src, op, *, bf16=False,
+                                       cache_policy=None, fence=True):
+    """Reduce ``src`` (shared, one im2col column block) into the tensor
+    along the traversal of an im2col load, without offsets.
+
+    PTX: ``cp.reduce.async.bulk.tensor.Nd.global.shared::cta.op
+    .im2col_no_offs.bulk_group{.L2::cache_hint}`` (N = 3, 4, 5; sm_90, PTX
+    ISA 8.0).  ``op``, element types, the refused pairs and ``bf16`` as for
+    :func:`cp_reduce_async_bulk_tensor`; ``coords`` and ``src`` as for
+    :func:`cp_async_bulk_tensor_store_im2col`.
+
+    Example::
+
+        if cuda.threadIdx.x == 0:
+            ac.cp_reduce_async_bulk_tensor_im2col(tmap, (n, h0, w0, c0), tile, "add")
+            ac.bulk_commit_group()
+            ac.bulk_wait_group(0)
+    """
+    api = "cp_reduce_async_bulk_tensor_im2col"
+    o = validate_store(api, tensor_map, coords, src, cache_policy, fence, op=op, bf16=bf16,
+                       im2col=True)
+    sig = types.void(tensor_map, coords, src, op, bf16, cache_policy, fence)
+    t = o.ptx_type
+    if t in ("b32", "b64"):
         code = DTYPE_CODES[str(src.dtype)]
     else:
         code = DTYPE_CODES[_REDUCE_DTYPE_CODE[t]]
@@ -829,6 +920,29 @@ _checked.declare("cp_async_bulk_tensor_load", "mbar", _rules.not_aligned, name="
                  addr="…")
 
 _IM2COL_APIS = ("cp_async_bulk_tensor_load_im2col", "cp_async_bulk_prefetch_tensor_im2col")
+_IM2COL_STORES = ("cp_async_bulk_tensor_store_im2col", "cp_reduce_async_bulk_tensor_im2col")
+_checked.declare(_IM2COL_STORES, "tensor_map", _rules.not_in_space, name="tensor_map",
+                 space="global")
+_checked.declare(_IM2COL_STORES, "tensor_map", _rules.tensor_map_words, words="…",
+                 need=BUFFER_WORDS)
+_checked.declare(_IM2COL_STORES, "tensor_map", _rules.tensor_map_magic)
+_checked.declare(_IM2COL_STORES, "tensor_map", _rules.tensor_map_mode, mode="…", need=1)
+_checked.declare(_IM2COL_STORES, "coords", _rules.tensor_rank, rank="len(coords)", map_rank="…")
+_checked.declare(_IM2COL_STORES, "coords", _rules.tensor_inner_coord, coord="…", itemsize="…")
+_checked.declare(_IM2COL_STORES, "coords", _rules.im2col_start, axis="k", coord="…", lo="…",
+                 hi="…")
+_checked.declare(_IM2COL_STORES, "coords",
+                 "`coords`[k]=… is outside -2**31..2**31-1 (tensor coordinates are signed 32-bit)")
+for _api in _IM2COL_STORES:
+    _checked.declare(_api, "src", _rules.not_in_space, name="src", space="shared")
+    _checked.declare(_api, "src", _rules.tensor_not_dense, name="src", axis="k", stride="…",
+                     expect="…")
+    _checked.declare(_api, "src", _rules.tensor_itemsize, name="src", itemsize="…",
+                     map_itemsize="…")
+    _checked.declare(_api, "src", _rules.tensor_box_bytes, name="src", nbytes="…", box="…")
+    _checked.declare(_api, "src", _rules.tensor_smem_align, name="src", addr="…", align="…")
+_checked.declare("cp_reduce_async_bulk_tensor_im2col", "src", _rules.tensor_dtype, name="src",
+                 code="…", map_code="…")
 _checked.declare(_IM2COL_APIS, "tensor_map", _rules.not_in_space, name="tensor_map", space="global")
 _checked.declare(_IM2COL_APIS, "tensor_map", _rules.tensor_map_words, words="…", need=BUFFER_WORDS)
 _checked.declare(_IM2COL_APIS, "tensor_map", _rules.tensor_map_magic)

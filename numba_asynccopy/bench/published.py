@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: first file that measured both its sides
 RESULTS: tuple[str, ...] = (
     "benchmarks/h200-2026-12-02/hgemm/run3.json",
+    "benchmarks/h200-2026-12-02/conv2d/run2-conv2d.json",
     "benchmarks/h200-2026-12-02/results.json",
     "benchmarks/h200-2026-12-01/evening/hgemm-run2.json",
     "benchmarks/h200-2026-12-01/evening/idioms.json",
@@ -62,6 +63,12 @@ HEADLINE: tuple[tuple[str, str, str, str], ...] = (
     ("fp16 GEMM 4096^3 (wgmma)", "numba_hgemm_f16_4096", "cublas_hgemm_f16_4096", "cuBLAS fp16 (torch.matmul)"),
     ("bf16 GEMM 4096^3 (wgmma)", "numba_hgemm_bf16_4096", "twin_hgemm_bf16_4096", "the same GEMM, CUDA C++"),
     ("fp16 GEMM 8192^3 (wgmma)", "numba_hgemm_f16_8192", "twin_hgemm_f16_8192", "the same GEMM, CUDA C++"),
+    ("conv2d bf16 56x56 C=K=64 3x3, batch 32 (wgmma)", "numba_conv_tc_bf16_56x56_c64_b32",
+     "twin_conv_tc_bf16_56x56_c64_b32", "the same conv2d, CUDA C++"),
+    ("conv2d bf16 56x56 C=K=64 3x3, batch 32 (wgmma)", "numba_conv_tc_bf16_56x56_c64_b32",
+     "cudnn_conv_bf16_56x56_c64_b32", "cuDNN bf16 (torch conv2d, channels_last)"),
+    ("conv2d bf16 28x28 C=K=128 3x3, batch 128 (wgmma)", "numba_conv_tc_bf16_28x28_c128_b128",
+     "cudnn_conv_bf16_28x28_c128_b128", "cuDNN bf16 (torch conv2d, channels_last)"),
     ("bf16 GEMM 8192^3 (mma.sync, sm_80 way)", "numba_hgemm_sm80_bf16_8192", "twin_hgemm_sm80_bf16_8192",
      "the same GEMM, CUDA C++"),
 )

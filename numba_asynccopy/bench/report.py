@@ -166,6 +166,22 @@ def comparisons(quick: bool) -> list[Comparison]:
     for n in _FP8_SIZES["quick" if quick else "full"]:
         rows.append(Comparison(f"fp8 e4m3 GEMM {n}^3 (wgmma, information)", f"numba_fp8_gemm_{n}",
                                f"cublas_fp8_gemm_{n}", None))
+    # conv2d (suites_conv.py): the tensor-core path against its twin and cuDNN;
+    # the fp32 SIMT path against cuDNN fp32 (TF32 off) as information
+    from .suites_conv import BATCHES as _CV_BATCHES
+    from .suites_conv import LAYERS as _CV_LAYERS
+
+    for b in _CV_BATCHES["quick" if quick else "full"]:
+        for layer in _CV_LAYERS:
+            tag = f"{layer}_b{b}"
+            rows += [
+                Comparison(f"conv2d bf16 {layer} batch {b} (wgmma)", f"numba_conv_tc_bf16_{tag}",
+                           f"twin_conv_tc_bf16_{tag}", 0.97),
+                Comparison(f"conv2d bf16 {layer} batch {b} (wgmma)", f"numba_conv_tc_bf16_{tag}",
+                           f"cudnn_conv_bf16_{tag}", 0.70),
+                Comparison(f"conv2d fp32 SIMT {layer} batch {b} (information)",
+                           f"numba_conv_simt_f32_{tag}", f"cudnn_conv_f32_{tag}", None),
+            ]
     rows += [
         # two changes at once: the async kernel also computes a 4x4 patch a
         # thread with float4 stores, the plain one one point a thread

@@ -25,6 +25,7 @@ import numpy as np
 
 from . import suites_async as _async
 from . import suites_fp8 as _fp8
+from . import suites_conv as _conv
 from . import suites_mma as _mma
 from . import suites_tc as _tc
 from .copyrows import _torch
@@ -607,6 +608,7 @@ SUITES: dict[str, Callable[[Recorder], None]] = {
     "idioms": suite_idioms,
     "hgemm": _tc.suite_hgemm,  # tensor cores (suites_tc.py)
     **_fp8.SUITES,  # fp8 GEMM vs torch._scaled_mm (suites_fp8.py)
+    **_conv.SUITES,  # conv2d (suites_conv.py)
 }
 
 def suite_keys(name: str, quick: bool) -> list[str]:
@@ -620,6 +622,8 @@ def suite_keys(name: str, quick: bool) -> list[str]:
         return _tc.suite_keys(quick)
     if name in _fp8.SUITES:
         return _fp8.suite_keys(quick)
+    if name in _conv.SUITES:
+        return _conv.suite_keys(quick)
     if name == "idioms":
         from .idioms import SUITE_KEYS as idiom_keys
 

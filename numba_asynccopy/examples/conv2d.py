@@ -1,6 +1,8 @@
 """2-D convolution as an implicit GEMM fed by TMA: activation patches by
 im2col loads, filter tiles by tiled loads, through a multi-stage
-``ac.pipeline.tma_pipeline`` (fp32 SIMT math, fp32 accumulation).
+``ac.pipeline.tma_pipeline``, fp32 accumulation: :func:`conv2d` in fp32
+SIMT math, :func:`conv2d_tc` on the tensor cores (``wgmma``, bf16/fp16
+inputs, sm_90a; its section below).
 
 Shapes: activations NHWC ``(N, H, W, C)``, filters KRSC ``(K, R, S, C)``,
 output NPQK ``(N, P, Q, K)``; stride, padding and dilation per axis.
@@ -22,11 +24,14 @@ Example (runs in the simulator too)::
 
     from numba_asynccopy.examples import conv2d as cv
     y = cv.conv2d(x, w, stride=(1, 1), padding=(1, 1), dilation=(1, 1))  # device arrays
+    yb = cv.conv2d_tc(xb, wb, stride=(1, 1), padding=(1, 1))             # bf16 bits in
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from numba import cuda
@@ -166,3 +171,264 @@ def reference(x: np.ndarray, w: np.ndarray, stride, padding, dilation) -> np.nda
             patch = xp[:, h0:h0 + stride[0] * P:stride[0], w0:w0 + stride[1] * Q:stride[1]]
             y += patch @ w[:, r, s, :].T.astype(np.float64)
     return y
+
+
+# --- tensor cores: bf16/fp16 inputs, wgmma, fp32 accumulation -----------------
+
+TC_BM = 64  # output pixels of one consumer warpgroup (the MMA's M)
+
+
+def tc_channels(C: int) -> int:
+    """Channels of one k-step: 64 (a 128-byte swizzle row of bf16/fp16) for
+    ``C > 32``, else 32 or 16 (a 64- or 32-byte swizzle row), so that small
+    ``C`` does not load boxes mostly of zeros."""
+    if C % 8:
+        raise ValueError(f"C={C} must be a multiple of 8 (TMA needs 16-byte pixel strides)")
+    return 64 if C > 32 else 32 if C > 16 else 16
+
+
+@lru_cache(maxsize=None)
+def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1), bn: int = 128,
+                   bc: int = 64, stages: int = 4, consumers: int = 2, dtype: str = "bf16",
+                   out: str = "float32", ctas: int = 1):
+    """The tensor-core kernel ``conv(xmap, wmap, out, N, P, Q, C)`` for one
+    filter geometry (compile-time); launch it with :func:`run_tc` (maps by
+    :func:`maps_tc`).
+
+    A block of ``128 * (1 + consumers)`` threads computes ``64 * consumers``
+    output pixels x ``bn`` output channels: warpgroup 0 produces (one elected
+    lane issues, per k-step, the im2col load of the ``(64 * consumers, bc)``
+    activation box and the tiled load of the ``(bn, 1, bc)`` filter box, both
+    swizzled ``2 * bc`` bytes), each consumer warpgroup owns 64 pixels and
+    issues ``bc / 16`` ``m64n{bn}k16`` MMAs a k-step on descriptors of the
+    slot (both operands K-major), keeping one k-step of MMAs in flight
+    before it releases the previous slot.  ``bn``: 64..256, a multiple of
+    16 (the MMA's N); ``bc``: 16, 32 or 64 (:func:`tc_channels`); ``dtype``:
+    ``"bf16"`` (uint16 bits) or ``"f16"``; ``out``: ``"float32"``,
+    ``"bf16"`` or ``"float16"``; ``ctas``: blocks resident on one SM (1 or
+    2; the launch bounds' second number), so that one block's epilogue and
+    pipeline fill overlap another's MMAs: :func:`nreg_split` gives the
+    warpgroups' register limits."""
+    from .hgemm import _carve
+
+    if bn % 16 or not 16 <= bn <= 256:
+        raise ValueError(f"bn must be a multiple of 16 in 16..256 (the MMA's N), got {bn}")
+    if bc not in (16, 32, 64):
+        raise ValueError(f"bc must be 16, 32 or 64 (a 32-, 64- or 128-byte swizzle row), got {bc}")
+    if consumers not in (1, 2):
+        raise ValueError(f"consumers must be 1 or 2 warpgroups, got {consumers}")
+    if ctas not in (1, 2):
+        raise ValueError(f"ctas must be 1 or 2 (blocks resident on one SM), got {ctas}")
+    if dtype not in ("bf16", "f16"):
+        raise ValueError(f"dtype must be 'bf16' or 'f16', got {dtype!r}")
+    if out not in ("float32", "bf16", "float16"):
+        raise ValueError(f"out must be 'float32', 'bf16' or 'float16', got {out!r}")
+    SH, SW = stride
+    DH, DW = dilation
+    LO_H, LO_W = -padding[0], -padding[1]
+    TAPS = R * S
+    BMT = TC_BM * consumers
+    swz = 2 * bc
+    threads = 128 * (1 + consumers)
+    PROD, CONS = nreg_split(consumers, ctas)
+    cap = min(248, 65536 // (threads * ctas) // 8 * 8)
+    if bn // 2 + 40 > cap:
+        # ptxas allocates the whole kernel within the launch's cap
+        raise ValueError(f"bn={bn} needs {bn // 2} accumulator registers a thread; {ctas} block(s) "
+                         f"of {threads} threads a SM leave {cap}: use bn <= {2 * (cap - 40)}")
+    smem = stages * (BMT + bn) * bc * 2
+    if smem * ctas > SMEM_PER_SM:
+        raise ValueError(f"{ctas} block(s) of {smem} bytes of shared memory (stages={stages}, "
+                         f"bn={bn}, {consumers} consumer(s)) exceed the SM's {SMEM_PER_SM} bytes")
+    a_elems = stages * BMT * bc
+    storage = np.uint16 if dtype == "bf16" else np.float16
+
+    def conv(xmap, wmap, out_, N, P, Q, C):
+        dyn = cuda.shared.array(0, storage, alignment=1024)
+        sa = _carve(dyn, 0, (stages, BMT, bc))
+        sb = _carve(dyn, a_elems, (stages, bn, 1, bc))
+        bars = cuda.shared.array((2, stages), np.uint64)
+        pipe = ac.pipeline.tma_pipeline(bars, stages, consumers=consumers, copies=2)
+        ac.pipeline.init(pipe)
+        tid = cuda.threadIdx.x
+        wg = tid // 128
+        m0 = cuda.blockIdx.x * BMT
+        k0 = cuda.blockIdx.y * bn
+        chunks = (C + bc - 1) // bc
+        steps = TAPS * chunks
+        if wg == 0:
+            ac.setmaxnreg_dec(PROD)
+            if tid < 32:
+                if ac.elect_sync():
+                    n = m0 // (P * Q)
+                    rem = m0 - n * (P * Q)
+                    p = rem // Q
+                    q = rem - p * Q
+                    h0 = p * SH + LO_H
+                    w0 = q * SW + LO_W
+                    ac.fence_proxy_tensormap(xmap)
+                    ac.fence_proxy_tensormap(wmap)
+                    ps = ac.pipeline.producer_start(pipe)
+                    # nested loops, no division a step: the producer issues a
+                    # step in far fewer cycles than the MMAs of a step take
+                    for r in range(R):
+                        for s in range(S):
+                            for ch in range(chunks):
+                                ac.pipeline.producer_acquire(pipe, ps)
+                                ac.pipeline.copy_tensor_im2col(pipe, ps, sa[ps.slot], xmap,
+                                                               (n, h0, w0, ch * bc),
+                                                               (r * DH, s * DW), fence=False)
+                                ac.pipeline.copy_tensor(pipe, ps, sb[ps.slot], wmap,
+                                                        (k0, r * S + s, ch * bc), fence=False)
+                                ac.pipeline.producer_commit(pipe, ps)
+                                ps = ac.pipeline.advance(pipe, ps)
+        else:
+            ac.setmaxnreg_inc(CONS)
+            c = wg - 1
+            leader = (tid % 128) == 0
+            acc = ac.wgmma_zero(bn)
+            st = ac.pipeline.consumer_start(pipe)
+            prev = st
+            for t in range(steps):
+                ac.pipeline.consumer_wait(pipe, st)
+                acc = ac.wgmma_fence(acc)
+                for kk in range(bc // 16):
+                    acc = ac.wgmma_mma_async(
+                        acc,
+                        ac.wgmma_descriptor(sa[st.slot, 64 * c:64 * c + 64, 16 * kk:16 * kk + 16],
+                                            swizzle=swz),
+                        ac.wgmma_descriptor(sb[st.slot, :, 0, 16 * kk:16 * kk + 16], swizzle=swz),
+                        dtype=dtype, scale_d=(t > 0) or (kk > 0))
+                ac.wgmma_commit_group()
+                # the MMAs of step t - 1 are done: free their slot
+                acc = ac.wgmma_wait_group(1, acc)
+                if t > 0 and leader:
+                    ac.pipeline.consumer_release(pipe, prev)
+                prev = st
+                st = ac.pipeline.advance(pipe, st)
+            acc = ac.wgmma_wait_group(0, acc)
+            if leader:
+                ac.pipeline.consumer_release(pipe, prev)
+            ac.wgmma_store(acc, out_, m0 + 64 * c, k0, dtype=out)
+
+    jit = cuda.jit if ac.sim.ENABLED else cuda.jit(launch_bounds=(threads, ctas))
+    return ConvTC(jit(conv), R, S, bn, bc, stages, consumers, threads, smem, ctas)
+
+
+#: shared memory one SM gives its resident blocks (227 KB on sm_90), less
+#: 1 KB a block for the barriers and the driver's reservation
+SMEM_PER_SM = 227 * 1024 - 2048
+
+
+def nreg_split(consumers: int, ctas: int) -> tuple[int, int]:
+    """(producer, consumer) per-thread register limits for ``setmaxnreg``.
+    The launch bounds ``(threads, ctas)`` cap the launch's count at ``cap``
+    (65536 registers shared by the resident threads, in steps of 8); the
+    producer warpgroup gives registers back (40, or 24 with two blocks a
+    SM) and the consumers take what that frees, at most 232: the block's
+    total never exceeds what it was launched with (else ``setmaxnreg.inc``
+    would wait for ever)."""
+    threads = 128 * (1 + consumers)
+    cap = min(248, 65536 // (threads * ctas) // 8 * 8)
+    prod = 40 if ctas == 1 else 24
+    cons = min(232, (cap * threads - prod * 128) // (128 * consumers) // 8 * 8)
+    return prod, cons
+
+
+@dataclass(frozen=True)
+class ConvTC:
+    """A compiled-on-first-launch tensor-core conv2d kernel and its tiles."""
+
+    kernel: Any
+    R: int
+    S: int
+    bn: int
+    bc: int
+    stages: int
+    consumers: int
+    threads: int
+    smem: int
+    ctas: int = 1
+
+
+def maps_tc(x, w3d, conv: ConvTC, stride, padding, dilation):
+    """(im2col map of ``x`` NHWC, boxes ``(64 * consumers, bc)``; tiled map
+    of the filters viewed as ``(K, R * S, C)``, boxes ``(bn, 1, bc)``), both
+    swizzled ``2 * bc`` bytes, for :func:`make_conv2d_tc`'s kernel."""
+    lo, up = ac.conv_corners((conv.R, conv.S), padding, dilation)
+    xmap = ac.TensorMap.im2col(x, channels_per_pixel=conv.bc, pixels_per_column=TC_BM * conv.consumers,
+                               lower_corner=lo, upper_corner=up,
+                               element_strides=(1, stride[0], stride[1], 1), swizzle=2 * conv.bc)
+    wmap = ac.TensorMap(w3d, (conv.bn, 1, conv.bc), swizzle=2 * conv.bc)
+    return xmap, wmap
+
+
+def grid_tc(conv: ConvTC, M: int, K: int) -> tuple[int, int]:
+    return (-(-M // (TC_BM * conv.consumers)), -(-K // conv.bn))
+
+
+def run_tc(conv: ConvTC, xmap, wmap, y2d, N: int, P: int, Q: int, C: int, stream: Any = 0) -> None:
+    """Launch a kernel of :func:`make_conv2d_tc`: ``y2d`` is the output
+    viewed as ``(N * P * Q, K)``."""
+    ac.launch(conv.kernel, grid_tc(conv, N * P * Q, y2d.shape[1]), conv.threads,
+              (xmap, wmap, y2d, N, P, Q, C), shared_mem=conv.smem, stream=stream)
+
+
+def tc_config(M: int, K: int, sms: int = 132) -> tuple[int, int, int, int]:
+    """The tile configuration ``(bn, consumers, stages, ctas)`` for ``M``
+    output pixels and ``K`` output channels, from the H200 sweep of the
+    benchmark (docs/im2col.md): ``K <= 64``: 128 x 64 tiles, two blocks a
+    SM; otherwise 128 x 128 tiles while they fill every SM, then 64 x 128
+    tiles two blocks a SM, then 64 x 64 (the fewer the pixels, the more
+    blocks the smaller tiles give)."""
+    if K <= 64:
+        return (-(-K // 16) * 16, 2, 4, 2)
+    if -(-M // 128) * -(-K // 128) >= sms:
+        return (128, 2, 4, 1)
+    if -(-M // 64) * -(-K // 128) >= sms:
+        return (128, 1, 3, 2)
+    return (64, 1, 4, 2)
+
+
+def conv2d_tc(x, w, stride=(1, 1), padding=(0, 0), dilation=(1, 1), dtype: str = "bf16",
+              out: str = "float32", bn: int | None = None, stages: int | None = None,
+              consumers: int | None = None, ctas: int | None = None):
+    """Convolve device arrays ``x`` (NHWC) and ``w`` (KRSC) on the tensor
+    cores: bf16 (uint16 bits, ``dtype="bf16"``) or float16 inputs, fp32
+    accumulation; returns the NPQK output (float32, or bf16 bits / float16
+    for ``out="bf16"`` / ``"float16"``) as a device array.  ``C`` and ``K``
+    must be multiples of 8 (16-byte rows for TMA).  With none of ``bn``,
+    ``stages``, ``consumers``, ``ctas`` given, :func:`tc_config` picks them;
+    otherwise the missing ones are ``bn`` = K rounded up to 16 (at most
+    256), 4 stages, 2 consumers, 1 block a SM.
+
+    Example::
+
+        xb = cuda.to_device(ac.bf16_array(x)); wb = cuda.to_device(ac.bf16_array(w))
+        y = cv.conv2d_tc(xb, wb, stride=(1, 1), padding=(1, 1))   # float32 NPQK
+    """
+    N, H, W, C = x.shape
+    K, R, S, C2 = w.shape
+    if C2 != C:
+        raise ValueError(f"the filters have {C2} channels, the input {C}")
+    if K % 8:
+        raise ValueError(f"K={K} must be a multiple of 8 (TMA needs 16-byte filter rows)")
+    stride, padding, dilation = tuple(stride), tuple(padding), tuple(dilation)
+    P, Q = out_shape(H, W, R, S, stride, padding, dilation)
+    if bn is stages is consumers is ctas is None:
+        bn, consumers, stages, ctas = tc_config(N * P * Q, K)
+    bn = min(256, -(-K // 16) * 16) if bn is None else bn
+    stages = 4 if stages is None else stages
+    consumers = 2 if consumers is None else consumers
+    ctas = 1 if ctas is None else ctas
+    kern = make_conv2d_tc(R, S, stride, dilation, padding, bn=bn, bc=tc_channels(C), stages=stages,
+                          consumers=consumers, dtype=dtype, out=out, ctas=ctas)
+    xmap, wmap = maps_tc(x, w.reshape(K, R * S, C), kern, stride, padding, dilation)
+    odt = {"float32": np.float32, "bf16": np.uint16, "float16": np.float16}[out]
+    y = cuda.device_array((N * P * Q, K), odt)
+    run_tc(kern, xmap, wmap, y, N, P, Q, C)
+    return y.reshape(N, P, Q, K)
+
+
+def flops(N: int, P: int, Q: int, K: int, R: int, S: int, C: int) -> int:
+    return 2 * N * P * Q * K * R * S * C

@@ -282,7 +282,6 @@ def numpy_im2col(x: np.ndarray, coords: Sequence[int], offsets: Sequence[int],
     offsets = [int(o) for o in offsets]
     n0, pos, c0 = coords[0], coords[1:-1], coords[-1]
     box = spec.spatial_box()
-    steps = spec.element_strides[1:-1]
     for a in range(nsp):
         lo, hi = box[a]
         if not lo <= pos[a] <= hi:
@@ -291,13 +290,26 @@ def numpy_im2col(x: np.ndarray, coords: Sequence[int], offsets: Sequence[int],
     if fill is None:
         fill = np.nan if spec.oob_fill == "nan" else 0
     out = np.full((spec.pixels_per_column, spec.channels_per_pixel), fill, dtype=x.dtype)
-    n, p = n0, list(pos)
     ch = np.arange(c0, c0 + spec.channels_per_pixel)
     ch_ok = (ch >= 0) & (ch < x.shape[-1])
+    for i, at in _walk(spec, n0, pos, offsets, x.shape):
+        out[i, ch_ok] = x[at][ch[ch_ok]]
+    return out
+
+
+def _walk(spec: Im2colSpec, n0: int, pos: Sequence[int], offsets: Sequence[int],
+          shape: Sequence[int]):
+    """``(i, (n, [d, [h,]] w))`` for each pixel ``i`` of a column block that
+    lies inside a tensor of ``shape``: the traversal of the bounding box from
+    ``(n0, pos)``, W fastest, each position moved by ``offsets``."""
+    nsp = spec.rank - 2
+    box = spec.spatial_box()
+    steps = spec.element_strides[1:-1]
+    n, p = n0, list(pos)
     for i in range(spec.pixels_per_column):
         at = [p[a] + offsets[a] for a in range(nsp)]
-        if 0 <= n < x.shape[0] and all(0 <= at[a] < x.shape[1 + a] for a in range(nsp)):
-            out[i, ch_ok] = x[(n, *at)][ch[ch_ok]]
+        if 0 <= n < shape[0] and all(0 <= at[a] < shape[1 + a] for a in range(nsp)):
+            yield i, (n, *at)
         # the next pixel: W fastest, wrapping to the lower corner, then H, D, N
         for a in range(nsp - 1, -1, -1):
             p[a] += steps[a]
@@ -306,4 +318,24 @@ def numpy_im2col(x: np.ndarray, coords: Sequence[int], offsets: Sequence[int],
             p[a] = box[a][0]
         else:
             n += spec.element_strides[0]  # the H200 skipped image n + 1 with a stride of 2
-    return out
+
+
+def numpy_im2col_store(x: np.ndarray, tile: np.ndarray, coords: Sequence[int], spec: Im2colSpec,
+                       combine: Any = None) -> None:
+    """What an im2col store (``.im2col_no_offs``) of ``tile`` does to ``x``,
+    in place, with numpy: pixel ``i`` of the tile goes to the ``i``-th
+    position of the traversal :func:`numpy_im2col` reads (no offsets);
+    pixels and channels outside ``x`` are not written.  ``combine(old,
+    new)``: a reduction's operation (``None``: a plain store)."""
+    coords = [int(c) for c in coords]
+    nsp = spec.rank - 2
+    n0, pos, c0 = coords[0], coords[1:-1], coords[-1]
+    for a, (lo, hi) in enumerate(spec.spatial_box()):
+        if not lo <= pos[a] <= hi:
+            raise ValueError(f"im2col: coords[{a + 1}]={pos[a]} is outside the bounding box "
+                             f"{lo}..{hi} of spatial axis {a}")
+    ch = np.arange(c0, c0 + spec.channels_per_pixel)
+    ch_ok = (ch >= 0) & (ch < x.shape[-1])
+    for i, at in _walk(spec, n0, pos, [0] * nsp, x.shape):
+        new = tile[i, ch_ok]
+        x[at + (ch[ch_ok],)] = new if combine is None else combine(x[at + (ch[ch_ok],)], new)

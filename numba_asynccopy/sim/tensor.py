@@ -416,3 +416,72 @@ def cp_async_bulk_prefetch_tensor_im2col(tensor_map, coords, offsets, *, cache_p
     _check_space(api, "tensor_map", m, "global")
     tmap = _check_map(api, m, len(cs), None, "tensor_map", mode=_im2col.MODE_IM2COL)
     _im2col_args(api, m, tmap, cs, offs)
+
+
+def _store_im2col(api, m, cs, s, o, dtype_code=None):
+    """The im2col store/reduce: the tile's pixels back along the traversal."""
+    th, blk = rt.current(api)
+    _check_space(api, "src", s, "shared")
+    _check_space(api, "tensor_map", m, "global")
+    tmap = _check_map(api, m, len(cs), s, "src", dtype_code, mode=_im2col.MODE_IM2COL)
+    c, _ = _im2col_args(api, m, tmap, cs, ())
+    spec, t = tmap.spec, tmap.tensor
+    sb = _tile_bytes(s)
+    shape = (spec.pixels_per_column, spec.channels_per_pixel)
+
+    def write(payloads):
+        dense = _unswizzle_bytes(payloads[0], spec.swizzle).view(t.dtype).reshape(shape)
+        if o.op is None:
+            _im2col.numpy_im2col_store(t, dense, c, spec)
+        else:
+            def combine(old, new):
+                return _combine(o.op, o.ptx_type, old.view(s.dtype), new.view(s.dtype)).view(t.dtype)
+
+            _im2col.numpy_im2col_store(t, dense, c, spec, combine)
+
+    poison = [_Pixels(t, spec, c)] if o.op is None else []
+    _issue(th, blk, BulkOp(api, [sb], write, poison))
+
+
+class _Pixels:
+    """``dst[...] = POISON_BYTE`` for the elements an im2col store writes."""
+
+    def __init__(self, t: np.ndarray, spec, c):
+        self.t, self.spec, self.c = t, spec, c
+
+    def __setitem__(self, key, value) -> None:
+        fill = np.full(self.t.itemsize, value, np.uint8).view(self.t.dtype)[0]
+        tile = np.full((self.spec.pixels_per_column, self.spec.channels_per_pixel), fill, self.t.dtype)
+        _im2col.numpy_im2col_store(self.t, tile, self.c, self.spec)
+
+
+@mirrors(
+    _dev.cp_async_bulk_tensor_store_im2col,
+    "reads ``src`` at ``bulk_wait_group(n, read=True)``, writes its pixels along the im2col "
+    "traversal (those inside the tensor) at ``bulk_wait_group(n)`` (poison there until then).")
+def cp_async_bulk_tensor_store_im2col(tensor_map, coords, src, *, cache_policy=None, fence=True):
+    api = "cp_async_bulk_tensor_store_im2col"
+    (m, cs, s), kw = rt.validate(_dev.cp_async_bulk_tensor_store_im2col, tensor_map, coords, src,
+                                 cache_policy=cache_policy, fence=fence)
+    o = _dev.validate_store(api, *[rt.numba_type(x) for x in (m, cs, s, kw["cache_policy"],
+                                                               kw["fence"])], im2col=True)
+    _store_im2col(api, m, cs, s, o)
+
+
+@mirrors(
+    _dev.cp_reduce_async_bulk_tensor_im2col,
+    "combines ``src``'s pixels into the tensor along the im2col traversal when its group "
+    "completes.")
+def cp_reduce_async_bulk_tensor_im2col(tensor_map, coords, src, op, *, bf16=False,
+                                       cache_policy=None, fence=True):
+    api = "cp_reduce_async_bulk_tensor_im2col"
+    (m, cs, s, name), kw = rt.validate(_dev.cp_reduce_async_bulk_tensor_im2col, tensor_map, coords,
+                                       src, op, bf16=bf16, cache_policy=cache_policy, fence=fence)
+    tys = [rt.numba_type(x) for x in (m, cs, s, kw["cache_policy"], kw["fence"])]
+    o = _dev.validate_store(api, *tys, op=rt.numba_type(name), bf16=rt.numba_type(kw["bf16"]),
+                            im2col=True)
+    if o.ptx_type in ("b32", "b64"):
+        code = _tm.DTYPE_CODES[str(s.dtype)]
+    else:
+        code = _tm.DTYPE_CODES[_dev._REDUCE_DTYPE_CODE[o.ptx_type]]
+    _store_im2col(api, m, cs, s, o, code)

@@ -222,6 +222,14 @@ CONTRACTS: dict[str, tuple[list[tuple[str, str]], dict[str, str], dict[str, str]
                                     {"tensor_map": "tensor_map", "coords": "store_coords",
                                      "src": "view", "op": "reduce_op", "bf16": "bool_const",
                                      "cache_policy": "policy", "fence": "bool_const"}),
+    "cp_async_bulk_tensor_store_im2col": (
+        [("tensor_map", "tm"), ("coords", "(0, 0, 0, 0)"), ("src", "sh")], {},
+        {"tensor_map": "tensor_map", "coords": "im2col_coords", "src": "view",
+         "cache_policy": "policy", "fence": "bool_const"}),
+    "cp_reduce_async_bulk_tensor_im2col": (
+        [("tensor_map", "tm"), ("coords", "(0, 0, 0, 0)"), ("src", "sh"), ("op", "'add'")], {},
+        {"tensor_map": "tensor_map", "coords": "im2col_coords", "src": "view", "op": "reduce_op",
+         "bf16": "bool_const", "cache_policy": "policy", "fence": "bool_const"}),
     "cp_async_bulk_prefetch_tensor": ([("tensor_map", "tm"), ("coords", "(0, 0)")], {},
                                       {"tensor_map": "tensor_map", "coords": "coords",
                                        "cache_policy": "policy", "fence": "bool_const"}),

@@ -75,6 +75,8 @@ PINNED = {
     'cp_async_mbarrier_arrive': '(bar, noinc=False)',
     'cp_reduce_async_bulk_s2g': '(dst, src, op, *, bf16=False, cache_policy=None)',
     'cp_reduce_async_bulk_tensor': '(tensor_map, coords, src, op, *, bf16=False, cache_policy=None, fence=True)',
+    'cp_async_bulk_tensor_store_im2col': '(tensor_map, coords, src, *, cache_policy=None, fence=True)',
+    'cp_reduce_async_bulk_tensor_im2col': '(tensor_map, coords, src, op, *, bf16=False, cache_policy=None, fence=True)',
     'createpolicy_fractional': "(primary='evict_last', secondary=None, fraction=1.0)",
     'dsmem_atomic_add': '(view, rank, index, value)',
     'dsmem_load': '(view, rank, index)',

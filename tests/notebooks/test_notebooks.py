@@ -101,7 +101,8 @@ EXPECTED_MODE = {n: "SIMULATOR" for n in NOTEBOOKS} | {"06_performance.ipynb": "
 # lines only a launched kernel prints (the cluster and multicast cells)
 RUNS_IN_SIMULATOR = {
     "03_clusters.ipynb": ["[simulator] cluster of 8: ", "[simulator] CTA 1 received CTA 0's 256 bytes"],
-    "04_bulk_and_tma.ipynb": ["[simulator] one load, two CTAs received it"],
+    "04_bulk_and_tma.ipynb": ["[simulator] one load, two CTAs received it",
+                              "[simulator] im2col: 16 output pixels x 8 channels of tap (1, 2)"],
     "07_tensor_cores.ipynb": ["[simulator] one m64n64k16 MMA equals numpy",
                               "[simulator] f16 accumulation equals numpy",
                               "[simulator] hgemm 136 x 72 x 80 equals numpy",

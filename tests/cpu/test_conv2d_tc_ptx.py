@@ -1,0 +1,105 @@
+"""The tensor-core conv2d example on the CPU layer: it compiles for sm_90a
+to one im2col TMA load and one tiled (3-D) TMA load a k-step, HGMMA on
+K-major descriptors of both operands, the accumulators in registers (no
+local memory) and no C7515 (MMAs serialized) from ptxas."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from numba import cuda, types
+
+from numba_asynccopy import toolchain
+from numba_asynccopy.examples import conv2d as cv
+
+
+@pytest.mark.parametrize("bn,bc,consumers,dtype,out,ctas", [
+    (64, 64, 2, "bf16", "float32", 1), (128, 64, 2, "f16", "float16", 1),
+    (256, 64, 1, "bf16", "bf16", 1), (128, 16, 2, "bf16", "float32", 1),
+    (64, 64, 2, "bf16", "bf16", 2), (64, 64, 1, "bf16", "bf16", 2), (128, 64, 1, "bf16", "bf16", 2)])
+def test_conv2d_tc_sass_has_im2col_hgmma_no_local_memory_no_c7515(bn, bc, consumers, dtype, out,
+                                                                  ctas):
+    k = cv.make_conv2d_tc(3, 3, (1, 1), (1, 1), (1, 1), bn=bn, bc=bc, consumers=consumers,
+                          dtype=dtype, out=out, ctas=ctas, stages=3 if ctas == 2 else 4)
+    cty = {"float32": types.float32, "float16": types.float16, "bf16": types.uint16}[out]
+    sig = (types.uint64[::1], types.uint64[::1], cty[:, ::1]) + (types.int64,) * 4
+    ptx = cuda.compile_ptx(k.kernel.py_func, sig, cc=(9, 0, "a"),
+                           launch_bounds=(k.threads, ctas))[0]
+    # one im2col load and one filter load a k-step (the tap loops may be unrolled)
+    im2col = len(re.findall(r"cp\.async\.bulk\.tensor\.4d\.shared::cluster\.global\.im2col", ptx))
+    tiled = len(re.findall(r"cp\.async\.bulk\.tensor\.3d\.shared::cluster\.global\.tile", ptx))
+    assert im2col == tiled >= 1, (im2col, tiled)
+    assert ptx.count(f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.{dtype}.{dtype}") == bc // 16
+    cubin, log = toolchain.assemble(ptx, verbose=True)
+    sass = toolchain.disassemble(cubin)
+    ops = toolchain.sass_opcodes(sass)
+    assert "UTMALDG.4D.IM2COL" in ops and "UTMALDG.3D" in ops, sorted(set(ops))
+    assert sum(o.startswith("HGMMA") for o in ops) >= bc // 16, sorted(set(ops))
+    assert "C7515" not in log, log
+    lines = sass.splitlines()
+    first = next(i for i, l in enumerate(lines) if "HGMMA" in l)
+    drained = next(i for i, l in enumerate(lines) if "WARPGROUP.DEPBAR.LE gsb0, 0x0" in l)
+    local = [i for i, l in enumerate(lines) if "LDL" in l or "STL" in l]
+    assert first < drained and not [i for i in local if i < drained], [lines[i] for i in local]
+    if out == "float32":
+        assert not local, [lines[i] for i in local]
+    # the register split: the producer gives back, the consumers take no more than that frees
+    prod, cons = cv.nreg_split(consumers, ctas)
+    assert f"USETMAXREG.DEALLOC.CTAPOOL {prod:#x}" in sass, sass.count("USETMAXREG")
+    assert re.search(rf"USETMAXREG.TRY_ALLOC.CTAPOOL (UP\d, )?{cons:#x}\b", sass)
+    m = re.search(r"Used (\d+) registers", log)
+    threads = 128 * (1 + consumers)
+    assert m and int(m.group(1)) * threads >= prod * 128 + cons * 128 * consumers, log
+
+
+def test_bench_registers_the_conv2d_suite():
+    from numba_asynccopy.bench import report, suites, suites_conv
+
+    assert suites.SUITES["conv2d"] is suites_conv.suite_conv2d
+    keys = suites.suite_keys("conv2d", quick=False)
+    assert len(keys) == 2 * 3 * 5 and "twin_conv_tc_bf16_14x14_c256_s2_b128" in keys
+    compared = {(c.subject, c.peer, c.target) for c in report.comparisons(quick=False)}
+    for layer in suites_conv.LAYERS:
+        for b in (32, 128):
+            tag = f"{layer}_b{b}"
+            assert (f"numba_conv_tc_bf16_{tag}", f"twin_conv_tc_bf16_{tag}", 0.97) in compared
+            assert (f"numba_conv_tc_bf16_{tag}", f"cudnn_conv_bf16_{tag}", 0.70) in compared
+            assert (f"numba_conv_simt_f32_{tag}", f"cudnn_conv_f32_{tag}", None) in compared
+    # every candidate configuration is a valid kernel configuration
+    for layer, cands in suites_conv.CANDIDATES.items():
+        for bn, consumers, stages, ctas in cands:
+            cv.make_conv2d_tc(3, 3, bn=bn, consumers=consumers, stages=stages, ctas=ctas,
+                              out="bf16")
+
+
+def test_twin_instantiates_every_candidate_with_the_same_register_split():
+    from numba_asynccopy.bench import suites_conv
+    from numba_asynccopy.bench.twins import SOURCE, find_nvcc
+
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found")
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run([nvcc, "-O3", "-std=c++17", "-cubin", "-Xptxas", "-v",
+                               "-gencode=arch=compute_90a,code=sm_90a", "-o", f"{tmp}/t.cubin",
+                               str(SOURCE.with_name("twins_conv.cu"))],
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        sass = toolchain.disassemble(open(f"{tmp}/t.cubin", "rb").read())
+    assert "spill" not in proc.stderr.replace("0 bytes spill", ""), proc.stderr
+    assert "C7515" not in proc.stderr
+    funcs = re.split(r"\n\s*\.text\.", sass)
+    for cands in suites_conv.CANDIDATES.values():
+        for bn, consumers, stages, ctas in cands:
+            # the bf16-in, bf16-out instance the benchmark times
+            name = f"conv_tcILi{bn}ELi{stages}ELi{consumers}ELi{ctas}ELb1ELi1E"
+            body = [f for f in funcs if f.startswith("_ZN9conv_twin7" + name)]
+            assert body, name
+            prod, cons = cv.nreg_split(consumers, ctas)
+            assert f"USETMAXREG.DEALLOC.CTAPOOL {prod:#x}" in body[0], name
+            assert re.search(rf"USETMAXREG.TRY_ALLOC.CTAPOOL (UP\d, )?{cons:#x}\b", body[0]), name
+            assert body[0].count("HGMMA.64x") >= 4, name

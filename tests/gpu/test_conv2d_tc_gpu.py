@@ -1,0 +1,79 @@
+"""The tensor-core conv2d (wgmma implicit GEMM, im2col + tiled TMA) on the
+GPU: random shapes with padding, stride, dilation and tails (pixels,
+channels, output channels), bf16 and fp16 inputs, fp32 and 16-bit outputs,
+against a float64 numpy reference of the same rounded inputs and against
+torch.nn.functional.conv2d where torch is installed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import numba_asynccopy as ac
+from numba_asynccopy.examples import conv2d as cv
+
+from ..conftest import SIM
+
+pytestmark = pytest.mark.gpu
+
+# (N, H, W, C, K, R, S), stride, padding, dilation, dtype, bn, consumers, ctas
+CASES = [
+    ((2, 14, 14, 64, 64, 3, 3), (1, 1), (1, 1), (1, 1), "bf16", 64, 2, 1),
+    ((1, 9, 11, 48, 40, 3, 3), (2, 2), (1, 1), (1, 1), "f16", None, 1, 1),
+    ((3, 8, 8, 24, 16, 3, 3), (1, 2), (2, 1), (2, 1), "bf16", None, 2, 1),
+    ((1, 7, 7, 16, 72, 1, 1), (1, 1), (0, 0), (1, 1), "f16", None, 2, 1),
+    ((2, 10, 6, 136, 32, 5, 3), (1, 1), (2, 1), (1, 2), "bf16", 32, 1, 1),
+    ((2, 16, 16, 128, 256, 3, 3), (2, 2), (1, 1), (1, 1), "bf16", 256, 2, 1),
+    ((4, 12, 13, 96, 128, 3, 3), (1, 1), (1, 1), (1, 1), "f16", 128, 1, 1),
+    # two blocks a SM (the setmaxnreg split of nreg_split)
+    ((8, 20, 20, 64, 64, 3, 3), (1, 1), (1, 1), (1, 1), "bf16", 64, 2, 2),
+    ((3, 15, 17, 128, 128, 3, 3), (2, 1), (1, 1), (1, 1), "bf16", 128, 1, 2),
+    ((2, 11, 9, 72, 96, 3, 3), (1, 1), (1, 1), (2, 2), "f16", 64, 1, 2),
+]
+
+
+def inputs(rng, shape, dtype):
+    x = rng.standard_normal(shape).astype(np.float32)
+    if dtype == "bf16":
+        h = ac.bf16_array(x)
+        return h, ac.bf16_values(h)
+    h = x.astype(np.float16)
+    return h, h.astype(np.float32)
+
+
+@pytest.mark.parametrize("shape, stride, padding, dilation, dtype, bn, consumers, ctas", CASES)
+def test_conv2d_tc_matches_numpy(shape, stride, padding, dilation, dtype, bn, consumers, ctas):
+    N, H, W, C, K, R, S = shape
+    if SIM and N * H * W * C * K > 200_000:
+        pytest.skip("a large shape: the simulator runs the small ones (tests/sim has more)")
+    rng = np.random.default_rng()
+    xh, xv = inputs(rng, (N, H, W, C), dtype)
+    wh, wv = inputs(rng, (K, R, S, C), dtype)
+    y = cv.conv2d_tc(cuda.to_device(xh), cuda.to_device(wh), stride, padding, dilation, dtype=dtype,
+                     bn=bn, consumers=consumers, ctas=ctas,
+                     stages=3 if ctas == 2 else 4).copy_to_host()
+    ref = cv.reference(xv, wv, stride, padding, dilation)
+    # products of bf16/fp16 values are exact in fp32: the error is the fp32 sums'
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=2e-5 * np.sqrt(R * S * C) * 4)
+
+
+@pytest.mark.parametrize("dtype, out", [("bf16", "bf16"), ("f16", "float16")])
+def test_conv2d_tc_16bit_output_matches_torch(dtype, out):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA device")
+    tdt = torch.bfloat16 if dtype == "bf16" else torch.float16
+    x = torch.randn(4, 20, 18, 64, device="cuda").to(tdt)
+    w = (torch.randn(128, 3, 3, 64, device="cuda") / 24).to(tdt)
+    view = torch.uint16 if dtype == "bf16" else torch.float16
+    y = cv.conv2d_tc(cuda.as_cuda_array(x.view(view)), cuda.as_cuda_array(w.view(view)), (2, 1),
+                     (1, 2), (1, 2), dtype=dtype, out=out)
+    got = torch.as_tensor(y, device="cuda")
+    got = got.view(tdt).float() if dtype == "bf16" else got.float()
+    ref = torch.nn.functional.conv2d(x.permute(0, 3, 1, 2).float(), w.permute(0, 3, 1, 2).float(),
+                                     stride=(2, 1), padding=(1, 2), dilation=(1, 2))
+    ref = ref.permute(0, 2, 3, 1)
+    assert got.shape == ref.shape
+    err = float((got - ref).norm() / ref.norm())
+    assert err < 5e-3, err

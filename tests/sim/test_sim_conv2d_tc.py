@@ -1,0 +1,97 @@
+"""The tensor-core conv2d (implicit GEMM on wgmma, im2col + tiled TMA
+through a pipeline) against numpy in the simulator: bf16 and fp16 inputs,
+padding, stride, dilation, channel tails (C not a multiple of the k-step),
+pixel and output-channel tails."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import numba_asynccopy as ac
+from numba_asynccopy.examples import conv2d as cv
+
+pytestmark = pytest.mark.skipif(not ac.sim.ENABLED, reason="simulator test")
+
+
+def inputs(rng, shape, dtype):
+    x = rng.standard_normal(shape).astype(np.float32)
+    if dtype == "bf16":
+        h = ac.bf16_array(x)
+        return h, ac.bf16_values(h)
+    h = x.astype(np.float16)
+    return h, h.astype(np.float32)
+
+
+@pytest.mark.parametrize("shape, stride, padding, dilation, dtype, consumers", [
+    ((1, 5, 6, 16, 16, 3, 3), (1, 1), (1, 1), (1, 1), "bf16", 1),
+    ((2, 6, 5, 40, 24, 3, 2), (2, 1), (1, 0), (1, 2), "f16", 1),
+    ((1, 9, 8, 24, 32, 3, 3), (1, 2), (2, 1), (2, 1), "bf16", 2),
+])
+def test_conv2d_tc_matches_numpy(shape, stride, padding, dilation, dtype, consumers):
+    N, H, W, C, K, R, S = shape
+    rng = np.random.default_rng(sum(shape))
+    xh, xv = inputs(rng, (N, H, W, C), dtype)
+    wh, wv = inputs(rng, (K, R, S, C), dtype)
+    y = cv.conv2d_tc(cuda.to_device(xh), cuda.to_device(wh), stride, padding, dilation,
+                     dtype=dtype, consumers=consumers, stages=2).copy_to_host()
+    ref = cv.reference(xv, wv, stride, padding, dilation)
+    # products of bf16/fp16 values are exact in fp32; only the fp32 sums round
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-4 * np.sqrt(R * S * C))
+
+
+def test_conv2d_tc_bf16_output_rounds_the_fp32_sum():
+    rng = np.random.default_rng(3)
+    xh, xv = inputs(rng, (1, 6, 6, 16), "bf16")
+    wh, wv = inputs(rng, (16, 3, 3, 16), "bf16")
+    y = cv.conv2d_tc(cuda.to_device(xh), cuda.to_device(wh), (1, 1), (1, 1), (1, 1),
+                     out="bf16", consumers=1, stages=2).copy_to_host()
+    ref = cv.reference(xv, wv, (1, 1), (1, 1), (1, 1))
+    np.testing.assert_allclose(ac.bf16_values(y), ref, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"bn": 24}, "bn must be a multiple of 16"),
+    ({"bc": 48}, "bc must be 16, 32 or 64"),
+    ({"consumers": 3}, "consumers must be 1 or 2"),
+    ({"dtype": "tf32"}, "dtype must be 'bf16' or 'f16'"),
+    ({"out": "int8"}, "out must be"),
+    ({"ctas": 3}, "ctas must be 1 or 2"),
+    ({"bn": 128, "consumers": 2, "ctas": 2}, "bn=128 needs 64 accumulator registers a thread; 2 "
+     "block\\(s\\) of 384 threads a SM leave 80: use bn <= 80"),
+    ({"bn": 256, "consumers": 2, "stages": 5}, "1 block\\(s\\) of 245760 bytes of shared memory"),
+])
+def test_conv2d_tc_refuses_bad_tiles(kw, words):
+    with pytest.raises(ValueError, match=words):
+        cv.make_conv2d_tc(3, 3, **kw)
+
+
+def test_conv2d_tc_refuses_channels_not_multiple_of_8():
+    x = cuda.to_device(np.zeros((1, 4, 4, 12), np.uint16))
+    w = cuda.to_device(np.zeros((8, 3, 3, 12), np.uint16))
+    with pytest.raises(ValueError, match="C=12 must be a multiple of 8"):
+        cv.conv2d_tc(x, w)
+
+
+def test_tc_config_is_the_sweeps_winner_per_layer():
+    # the benchmark layers (M = N * P * Q pixels, K channels) and what the H200 sweep chose
+    assert cv.tc_config(32 * 56 * 56, 64) == (64, 2, 4, 2)
+    assert cv.tc_config(128 * 56 * 56, 64) == (64, 2, 4, 2)
+    assert cv.tc_config(32 * 28 * 28, 128) == (128, 2, 4, 1)
+    assert cv.tc_config(128 * 28 * 28, 128) == (128, 2, 4, 1)
+    assert cv.tc_config(128 * 7 * 7, 256) == (128, 1, 3, 2)
+    assert cv.tc_config(32 * 7 * 7, 256) == (64, 1, 4, 2)
+    for M, K in ((100, 8), (5000, 40), (10**6, 512), (300, 1024)):
+        bn, consumers, stages, ctas = cv.tc_config(M, K)
+        cv.make_conv2d_tc(3, 3, bn=bn, consumers=consumers, stages=stages, ctas=ctas)
+
+
+def test_conv2d_tc_default_configuration_matches_numpy():
+    rng = np.random.default_rng(4)
+    xh, xv = inputs(rng, (1, 6, 7, 16), "f16")
+    wh, wv = inputs(rng, (24, 3, 3, 16), "f16")
+    y = cv.conv2d_tc(cuda.to_device(xh), cuda.to_device(wh), (1, 1), (1, 1), (1, 1),
+                     dtype="f16").copy_to_host()
+    np.testing.assert_allclose(y, cv.reference(xv, wv, (1, 1), (1, 1), (1, 1)), rtol=1e-5,
+                               atol=1e-3)
