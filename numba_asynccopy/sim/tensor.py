@@ -244,10 +244,9 @@ def cp_async_bulk_tensor_load(dst, tensor_map, coords, mbar, *, multicast_mask=N
         rt.check_init_fenced(api, bar)
         tile = _tile_bytes(d)
         _cp._check_reuse(api, "dst", blk, [tile])
-        from .wgmma import _on_shared_write  # an MMA may still read the tile; its swizzle
-
-        _on_shared_write(api, "dst", blk, tile, rt.address(b), spec.swizzle,
-                        f"a TMA load with swizzle={spec.swizzle}")
+        # an MMA may still read the tile; the MMA's descriptor must use its swizzle
+        rt.EVENTS.emit("shared_write", api, "dst", blk, tile, rt.address(b), spec.swizzle,
+                       f"a TMA load with swizzle={spec.swizzle}")
         op = rt.issued(rt.AsyncOp([(tile, payload)], tx_bytes=spec.box_bytes), api)
         bar.attach(blk, op)
         _cp._track(blk, op, [tile], op.issued_at)
