@@ -35,8 +35,8 @@ def literal_value(ty, api: str, name: str, *, allowed=None, kind=int, required=T
     elif isinstance(ty, types.Literal):
         val = ty.literal_value
     else:
-        raise TypingError(f"{api}: " + _rules.compile_time_constant(
-            name=name, kind=kind.__name__, got=f"a run-time {ty}"))
+        raise _rules.compile_time_constant.error(TypingError, api, name=name, kind=kind.__name__,
+                                                 got=f"a run-time {ty}")
     if val is None:
         if required:
             raise TypingError(f"{api}: `{name}` is required")
