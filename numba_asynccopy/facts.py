@@ -32,6 +32,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from .pragma import _loops
+
 _I31 = 2**31 - 1
 #: special register -> [lo, hi) of its value on every launch (PTX ISA,
 #: "Special registers"; CUDA's launch limits: 1024 threads a block, z <= 64;
@@ -80,7 +82,6 @@ def _no_runtime_unroll(module: ir.Module, fn: ir.Function) -> int:
     the number of loops marked."""
     from llvmlite.ir.values import MDValue
 
-    from .pragma import _loops
 
     marked = 0
     for _, _, latches in _loops(fn):

@@ -74,11 +74,9 @@ class TensorMap(_tm.TensorMap):
                dtype: str | None = None) -> "TensorMap":
         """Simulator version of :meth:`numba_asynccopy.TensorMap.im2col`:
         same arguments and validation, no driver."""
-        from ..host.im2col import describe_im2col
-
         self = cls.__new__(cls)
         tensor, interface = self._sim_interface(array)
-        self._sim_build(array, tensor, describe_im2col(
+        self._sim_build(array, tensor, _im2col.describe_im2col(
             interface, channels_per_pixel=channels_per_pixel,
             pixels_per_column=pixels_per_column, lower_corner=lower_corner,
             upper_corner=upper_corner, element_strides=element_strides, swizzle=swizzle,
@@ -390,8 +388,6 @@ def cp_async_bulk_tensor_load_im2col(dst, tensor_map, coords, offsets, mbar, *,
                                      _fill_value(tmap.spec, tmap.tensor.dtype))
         payload = _swizzle_bytes(dense, tmap.spec.swizzle)
         if kw["multicast_mask"] is not None:
-            from .cluster import _multicast
-
             _multicast(api, kw["multicast_mask"], d, b, payload, tmap.spec.box_bytes, _tile_bytes)
             return
         rt.check_init_fenced(api, bar)
