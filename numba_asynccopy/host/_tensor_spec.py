@@ -97,6 +97,9 @@ class TensorMapTypeError(TypeError, ValueError):
             print(e)
     """
 
+    # its documented home (where users import it, pickles find it, the stub names it)
+    __module__ = "numba_asynccopy.host.tensor_map"
+
 
 def _fail(field: str, rule: str) -> NoReturn:
     sep = "" if rule[:1] in ("=", "[") else " "
