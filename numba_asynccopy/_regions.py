@@ -310,6 +310,8 @@ class _Check:
         return a | b
 
     def urem(self, a, b):
+        # alignments and chunks are powers of two: Python's modulo of a
+        # negative stride agrees with checked mode's unsigned one
         return a % b
 
     def row_bytes(self, v):
