@@ -11,6 +11,7 @@ alignment, address spaces).
 from __future__ import annotations
 
 from contextlib import contextmanager
+from typing import Any
 
 from llvmlite import ir
 from numba.core import types
@@ -18,6 +19,7 @@ from numba.cuda import cgutils
 from numba.cuda.np import numpy_support
 
 from . import _rules
+from . import checked as _checked
 from ._compat import TypingError
 from ._lowering import I32, I64, generic_addr64, is_space, shared_addr32, trap_if
 
@@ -33,8 +35,8 @@ def literal_value(ty, api: str, name: str, *, allowed=None, kind=int, required=T
     elif isinstance(ty, types.Literal):
         val = ty.literal_value
     else:
-        raise TypingError(f"{api}: " + _rules.compile_time_constant(
-            name=name, kind=kind.__name__, got=f"a run-time {ty}"))
+        raise _rules.compile_time_constant.error(TypingError, api, name=name, kind=kind.__name__,
+                                                 got=f"a run-time {ty}")
     if val is None:
         if required:
             raise TypingError(f"{api}: `{name}` is required")
@@ -142,6 +144,7 @@ class View:
 
     def __init__(self, context, builder, ty, value, name: str):
         self.ty, self.name = ty, name
+        self.layout, self.dtype = ty.layout, ty.dtype
         ary = context.make_array(ty)(context, builder, value)
         self.data = ary.data
         self.shape = cgutils.unpack_tuple(builder, ary.shape, ty.ndim)
@@ -237,42 +240,206 @@ def cta_chunks(builder, lead: View, chunk: int, tid, nthreads):
         yield lead.unravel(builder, k, chunk)
 
 
-def check_chunk_views(context, builder, api: str, views, chunk: int, align: int | None = None) -> None:
-    """Checked-mode rules for chunked views sharing one chunk walk.
+class Run:
+    """A run-time value among a rule's fields: checked mode prints it with
+    ``conv`` (a printf conversion, ``"%p"`` for an address), the simulator
+    renders the value itself (an address as ``0x...``)."""
 
-    Every chunk origin must be ``align``-byte aligned (default: ``chunk``).
+    __slots__ = ("value", "conv")
+
+    def __init__(self, value, conv: str = "%lld"):
+        self.value, self.conv = value, conv
+
+
+class _Emit:
+    """Checked mode's reading of a contract: every operation an LLVM
+    instruction, every broken rule a trap with the rule's words."""
+
+    def __init__(self, context, builder, api: str, intp):
+        self.context, self.builder, self.api, self.intp = context, builder, api, intp
+
+    def _v(self, x):
+        return ir.Constant(self.intp, x) if isinstance(x, int) else x
+
+    def ne(self, a, b):
+        return self.builder.icmp_unsigned("!=", self._v(a), self._v(b))
+
+    def gt(self, a, b):
+        return self.builder.icmp_unsigned(">", self._v(a), self._v(b))
+
+    def and_(self, a, b):
+        return self.builder.and_(a, b)
+
+    def or_(self, a, b):
+        return self.builder.or_(a, b)
+
+    def urem(self, a, b):
+        return self.builder.urem(self._v(a), self._v(b))
+
+    def row_bytes(self, v: View):
+        return v.row_bytes(self.builder)
+
+    def nchunks(self, v: View, chunk: int):
+        return v.nchunks(self.builder, chunk)
+
+    def address(self, v: View):
+        return generic_addr64(self.builder, v.data)
+
+    def fail(self, cond, rule: _rules.Rule, **fields) -> None:
+        runs = {k: f for k, f in fields.items() if isinstance(f, Run)}
+        text = rule(**{k: (f.conv if k in runs else f) for k, f in fields.items()})
+        # printf takes the values in the order the rule's text names them
+        trap_if(self.context, self.builder, cond, self.api, text,
+                [runs[k].value for k in rule.fields if k in runs])
+
+
+class _Check:
+    """The simulator's reading of a contract: Python ints, and the first
+    broken rule raised (:class:`Broken`) in the same words."""
+
+    def ne(self, a, b):
+        return a != b
+
+    def gt(self, a, b):
+        return a > b
+
+    def and_(self, a, b):
+        return a and b
+
+    def or_(self, a, b):
+        return a | b
+
+    def urem(self, a, b):
+        # alignments and chunks are powers of two: Python's modulo of a
+        # negative stride agrees with checked mode's unsigned one
+        return a % b
+
+    def row_bytes(self, v):
+        return v.shape[-1] * v.itemsize
+
+    def nchunks(self, v, chunk: int):
+        return v.shape[-1] * v.itemsize // chunk
+
+    def address(self, v):
+        return v.address
+
+    def fail(self, cond, rule: _rules.Rule, **fields) -> None:
+        if cond:
+            raise Broken(rule(**{k: _value_text(f) for k, f in fields.items()}))
+
+
+def _value_text(f):
+    if not isinstance(f, Run):
+        return f
+    return f"0x{f.value:x}" if f.conv == "%p" else f.value
+
+
+class Broken(ValueError):
+    """A contract's rule that values broke (the simulator's reading); the
+    message is the rule's text."""
+
+
+class ValueView:
+    """A numpy view as the simulator's reading of a contract sees it: the
+    view's name, shape, byte strides, itemsize and address, its Numba
+    type's layout and its dtype (as the rule names it)."""
+
+    def __init__(self, name: str, array, address: int, layout: str = "A"):
+        self.name, self.address, self.layout = name, address, layout
+        self.shape, self.strides = array.shape, array.strides
+        self.itemsize, self.dtype = array.itemsize, array.dtype
+
+
+class ChunkedViews:
+    """The contract of views copied chunk by chunk (cp.async; bulk copies
+    row by row and the cluster bulk copy, 16-byte aligned), declared once
+    for its three layers:
+
+    - :meth:`check_types`, at compile time: each view an array with a
+      contiguous last axis whose itemsize divides the chunk; the views of
+      one rank (their repeat axes are matched one to one);
+    - :meth:`emit`, in checked mode: the run-time rules as traps;
+    - :meth:`check_values`, in the simulator: the same rules on numpy
+      views, the first broken one's text (or None);
+    - :meth:`declare`: the run-time rules' rows of the docs' checked-mode
+      table.
+
+    The run-time rules are written once (:meth:`_rules_of`) over an
+    evaluator, so checked mode and the simulator cannot drift apart.
+
+    Example::
+
+        CHUNKED_VIEWS.check_types("cp_async", 16, ("dst", dst_ty), ("src", src_ty))
+        CHUNKED_VIEWS.emit(context, builder, "cp_async", [d, s], 16)
+        CHUNKED_VIEWS.check_values([ValueView("dst", sh, rt.address(sh), "C"), ...], 16)
     """
-    align = chunk if align is None else align
-    c = views[0].const
-    for v in views:
-        if v.ty.layout != "C":
-            bad = builder.and_(
-                builder.icmp_unsigned("!=", v.strides[-1], c(v.itemsize)),
-                builder.icmp_unsigned(">", v.shape[-1], c(1)),
-            )
-            trap_if(context, builder, bad, api,
-                    _rules.last_axis_strided(name=v.name, stride="%lld"), [v.strides[-1]])
-        rem = builder.urem(v.row_bytes(builder), c(chunk))
-        trap_if(context, builder, builder.icmp_unsigned("!=", rem, c(0)), api,
-                _rules.row_not_whole_chunks(name=v.name, row="%lld", chunk=chunk),
-                [v.row_bytes(builder)])
-        addr = generic_addr64(builder, v.data)
-        mis = builder.urem(addr, ir.Constant(I64, align))
-        for s in v.strides[:-1]:
-            mis = builder.or_(mis, builder.urem(s, c(align)))
-        trap_if(context, builder, builder.icmp_unsigned("!=", mis, c(0)), api,
-                _rules.chunk_misaligned(name=v.name, align=align, base="%p"), [addr])
-    first = views[0]
-    for other in views[1:]:
-        for axis, (a, b) in enumerate(zip(first.shape[:-1], other.shape[:-1])):
-            trap_if(context, builder, builder.icmp_unsigned("!=", a, b), api,
-                    _rules.repeat_axis_differs(axis=axis, a_name=first.name, a="%lld",
-                                               b_name=other.name, b="%lld"), [a, b])
-        na, nb = first.nchunks(builder, chunk), other.nchunks(builder, chunk)
-        trap_if(context, builder, builder.icmp_unsigned("!=", na, nb), api,
-                _rules.chunk_counts_differ(a_name=first.name, a_dtype=first.ty.dtype, a="%lld",
-                                           b_name=other.name, b_dtype=other.ty.dtype, b="%lld"),
-                [na, nb])
+
+    def check_types(self, api: str, chunk: int, *views) -> None:
+        """``views``: (name, Numba type) pairs, the first the lead."""
+        for name, ty in views:
+            check_view(api, name, ty, chunk)
+        (a_name, a), rest = views[0], views[1:]
+        for b_name, b in rest:
+            check_same_rank(api, a_name, a, b_name, b)
+
+    def emit(self, context, builder, api: str, views, chunk: int, align: int | None = None) -> None:
+        """Checked-mode traps for :class:`View` s sharing one chunk walk."""
+        self._rules_of(_Emit(context, builder, api, views[0].intp), views, chunk, align)
+
+    def check_values(self, views, chunk: int, align: int | None = None) -> str | None:
+        """The text of the first rule :class:`ValueView` s break, or None."""
+        try:
+            self._rules_of(_Check(), views, chunk, align)
+        except Broken as e:
+            return str(e)
+        return None
+
+    def declare(self, api: str, names: tuple[str, str], align: Any = "chunk_bytes",
+                argument: str | None = None) -> None:
+        """Declare the run-time rules of ``api``'s views ``names`` (the lead
+        first, as :meth:`emit` takes them) for the checked-mode table;
+        ``argument``: the pair's row (default ``"a, b"``)."""
+        a, b = names
+        for name in names:
+            _checked.declare(api, name, _rules.last_axis_strided, name=name, stride="…")
+            _checked.declare(api, name, _rules.row_not_whole_chunks, name=name, row="…",
+                             chunk="chunk_bytes")
+            _checked.declare(api, name, _rules.chunk_misaligned, name=name, align=align, base="…")
+        pair = argument or f"{a}, {b}"
+        _checked.declare(api, pair, _rules.repeat_axis_differs, axis="k", a_name=a, a="…",
+                         b_name=b, b="…")
+        _checked.declare(api, pair, _rules.chunk_counts_differ, a_name=a, a_dtype="…", a="…",
+                         b_name=b, b_dtype="…", b="…")
+
+    @staticmethod
+    def _rules_of(o, views, chunk: int, align: int | None) -> None:
+        """Every chunk origin ``align``-byte aligned (default: ``chunk``)."""
+        align = chunk if align is None else align
+        for v in views:
+            if v.layout != "C":
+                o.fail(o.and_(o.ne(v.strides[-1], v.itemsize), o.gt(v.shape[-1], 1)),
+                       _rules.last_axis_strided, name=v.name, stride=Run(v.strides[-1]))
+            o.fail(o.ne(o.urem(o.row_bytes(v), chunk), 0), _rules.row_not_whole_chunks,
+                   name=v.name, row=Run(o.row_bytes(v)), chunk=chunk)
+            addr = o.address(v)
+            mis = o.urem(addr, align)
+            for s in v.strides[:-1]:
+                mis = o.or_(mis, o.urem(s, align))
+            o.fail(o.ne(mis, 0), _rules.chunk_misaligned, name=v.name, align=align,
+                   base=Run(addr, "%p"))
+        first = views[0]
+        for other in views[1:]:
+            for axis, (a, b) in enumerate(zip(first.shape[:-1], other.shape[:-1])):
+                o.fail(o.ne(a, b), _rules.repeat_axis_differs, axis=axis, a_name=first.name,
+                       a=Run(a), b_name=other.name, b=Run(b))
+            na, nb = o.nchunks(first, chunk), o.nchunks(other, chunk)
+            o.fail(o.ne(na, nb), _rules.chunk_counts_differ, a_name=first.name,
+                   a_dtype=first.dtype, a=Run(na), b_name=other.name, b_dtype=other.dtype,
+                   b=Run(nb))
+
+
+#: the chunked views' contract (cp.async, the bulk copies row by row)
+CHUNKED_VIEWS = ChunkedViews()
 
 
 # --- barriers ---------------------------------------------------------------

@@ -64,6 +64,20 @@ class Rule:
             raise TypeError(f"rule {self.name} takes fields {self.fields}, got {sorted(values)}")
         return self.template.format(**values)
 
+    def error(self, exc_type: type, api: str, **values: Any) -> BaseException:
+        """``exc_type("api: <this rule's text>")`` that carries this rule as
+        ``.rule``: a layer that sorts errors asks which rule one breaks
+        instead of reading its words.
+
+        Example::
+
+            raise compile_time_constant.error(TypingError, "cp_async", name="chunk_bytes",
+                                              kind="int", got="a run-time int64")
+        """
+        e = exc_type(f"{api}: {self(**values)}")
+        e.rule = self
+        return e
+
     def __repr__(self) -> str:
         return f"Rule({self.name!r}, {self.template!r})"
 

@@ -55,6 +55,7 @@ from ._lowering import (
     truth_i32,
 )
 from ._regions import (
+    CHUNKED_VIEWS,
     View,
     barrier_addr32,
     barrier_generic,
@@ -63,10 +64,7 @@ from ._regions import (
     check_array_view,
     check_barrier,
     check_barrier_view,
-    check_chunk_views,
     check_runtime_scalar,
-    check_same_rank,
-    check_view,
     is_absent,
     literal_value,
     thread_chunks,
@@ -182,7 +180,7 @@ def check_whole_views(context, builder, api: str, lead: View, other: View | None
 
 def check_row_views(context, builder, api: str, lead: View, other: View | None) -> None:
     """Checked mode for views copied row by row (16-byte rules per row)."""
-    check_chunk_views(context, builder, api, [lead] + ([other] if other is not None else []), BULK_ALIGN)
+    CHUNKED_VIEWS.emit(context, builder, api, [lead] + ([other] if other is not None else []), BULK_ALIGN)
     check_size(context, builder, api, lead.row_bytes(builder), _rules.row_of(name=lead.name))
 
 
@@ -663,9 +661,7 @@ def validate_cp_async_bulk_cluster(dst, src, chunk_bytes, mbar, remote_cta_id, p
             f"{api}: chunk_bytes={chunk} exceeds the barrier's transaction range "
             f"({MAX_TX} bytes)"
         )
-    check_view(api, "dst", dst, chunk)
-    check_view(api, "src", src, chunk)
-    check_same_rank(api, "dst", dst, "src", src)
+    CHUNKED_VIEWS.check_types(api, chunk, ("dst", dst), ("src", src))
     check_barrier(api, "mbar", mbar)
     check_rank_arg(api, "remote_cta_id", remote_cta_id)
     p = bool_or_runtime(pred, api, "pred")
@@ -693,7 +689,7 @@ def _lower_bulk_cluster(context, builder, sig, args, o: BulkClusterOptions):
             check_shared(context, builder, api, "dst", d.data)
             check_shared(context, builder, api, "src", s.data)
             check_barrier_runtime(context, builder, api, "mbar", bar)
-            check_chunk_views(context, builder, api, [s, d], o.chunk_bytes, align=BULK_ALIGN)
+            CHUNKED_VIEWS.emit(context, builder, api, [s, d], o.chunk_bytes, align=BULK_ALIGN)
         rbar = mapa32(builder, shared_addr32(builder, bar), rank)  # once
         with thread_chunks(builder, s, o.chunk_bytes) as (outer, c):
             rdst = mapa32(builder, d.shared_chunk(builder, outer, c, o.chunk_bytes), rank)  # per repeat
@@ -810,12 +806,8 @@ _checked.declare("cp_async_bulk_cluster", "remote_cta_id", _rules.outside_cluste
 for _name in ("dst", "src"):
     _checked.declare("cp_async_bulk_cluster", _name,
                      f"`{_name}` is not a local shared-memory view (base …)")
-    _checked.declare("cp_async_bulk_cluster", _name, _rules.row_not_whole_chunks, name=_name,
-                     row="…", chunk="chunk_bytes")
-    _checked.declare("cp_async_bulk_cluster", _name, _rules.chunk_misaligned, name=_name,
-                     align=BULK_ALIGN, base="…")
+CHUNKED_VIEWS.declare("cp_async_bulk_cluster", ("src", "dst"), align=BULK_ALIGN,
+                      argument="dst, src")
 _checked.declare("cp_async_bulk_cluster", "mbar", "`mbar` is not a local shared-memory view (base …)")
 _checked.declare("cp_async_bulk_cluster", "mbar", _rules.not_aligned, name="mbar", align=8,
                  addr="…")
-_checked.declare("cp_async_bulk_cluster", "dst, src", _rules.chunk_counts_differ, a_name="src",
-                 a_dtype="…", a="…", b_name="dst", b_dtype="…", b="…")

@@ -32,12 +32,10 @@ from ._lowering import (
     wide_int,
 )
 from ._regions import (
+    CHUNKED_VIEWS,
     View,
     bool_or_runtime,
-    check_chunk_views,
     check_runtime_scalar,
-    check_same_rank,
-    check_view,
     cta_chunks,
     each_thread_chunk,
     is_absent,
@@ -78,9 +76,7 @@ def validate_cp_async(dst, src, chunk_bytes, cache, prefetch, src_size, ignore_s
         )
     pf = literal_value(prefetch, api, "prefetch", allowed=PREFETCH, required=False)
     sc = literal_value(scope, api, "scope", kind=str, allowed=SCOPES)
-    check_view(api, "dst", dst, chunk)
-    check_view(api, "src", src, chunk)
-    check_same_rank(api, "dst", dst, "src", src)
+    CHUNKED_VIEWS.check_types(api, chunk, ("dst", dst), ("src", src))
 
     has_size = not is_absent(src_size)
     if has_size:
@@ -168,7 +164,7 @@ def _lower_cp_async(context, builder, sig, args, o: CpAsyncOptions):
         trap_if(context, builder, not_shared, api, _rules.not_in_space(name="dst", space="shared"))
         not_global = builder.not_(is_space(builder, s.data, "global"))
         trap_if(context, builder, not_global, api, _rules.not_in_space(name="src", space="global"))
-        check_chunk_views(context, builder, api, [d, s], o.chunk_bytes)
+        CHUNKED_VIEWS.emit(context, builder, api, [d, s], o.chunk_bytes)
         if o.src_size and not isinstance(sig.args[5], types.Literal):
             # on the full width: a 64-bit 2**32 + 4 must not pass as 4, nor -1 as 2**32-1
             v, signed = wide_int(context, builder, args[5], sig.args[5])
@@ -393,16 +389,7 @@ def createpolicy_fractional(typingctx, primary="evict_last", secondary=None, fra
 
 _checked.declare("cp_async", "dst", _rules.not_in_space, name="dst", space="shared")
 _checked.declare("cp_async", "src", _rules.not_in_space, name="src", space="global")
-for _name in ("dst", "src"):
-    _checked.declare("cp_async", _name, _rules.last_axis_strided, name=_name, stride="…")
-    _checked.declare("cp_async", _name, _rules.row_not_whole_chunks, name=_name, row="…",
-                     chunk="chunk_bytes")
-    _checked.declare("cp_async", _name, _rules.chunk_misaligned, name=_name, align="chunk_bytes",
-                     base="…")
-_checked.declare("cp_async", "dst, src", _rules.repeat_axis_differs, axis="k", a_name="dst",
-                 a="…", b_name="src", b="…")
-_checked.declare("cp_async", "dst, src", _rules.chunk_counts_differ, a_name="dst", a_dtype="…",
-                 a="…", b_name="src", b_dtype="…", b="…")
+CHUNKED_VIEWS.declare("cp_async", ("dst", "src"))
 _checked.declare("cp_async", "src_size", _rules.src_size_outside, size="…", chunk="chunk_bytes")
 _checked.declare("wait_group", "n", _rules.wait_count_negative, count="…")
 _checked.declare("createpolicy_fractional", "fraction", _rules.fraction_range, fraction="…")

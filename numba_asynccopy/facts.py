@@ -46,6 +46,8 @@ import os
 
 from llvmlite import ir
 
+from .pragma import _loops
+
 #: the environment variable that chooses the facts (read once, at import)
 FACTS_ENV = "NUMBA_ASYNCCOPY_FACTS"
 #: every fact the package can add, by the name ``NUMBA_ASYNCCOPY_FACTS`` gives it
@@ -82,6 +84,7 @@ def cache_key() -> tuple:
     """The part of the compile cache key the facts own: what a kernel compiled
     under another setting would differ by."""
     return ("facts",) + tuple(sorted(ENABLED))
+
 
 _I31 = 2**31 - 1
 #: special register -> [lo, hi) of its value on every launch (PTX ISA,
@@ -131,7 +134,6 @@ def _no_runtime_unroll(module: ir.Module, fn: ir.Function) -> int:
     the number of loops marked."""
     from llvmlite.ir.values import MDValue
 
-    from .pragma import _loops
 
     marked = 0
     for _, _, latches in _loops(fn):

@@ -50,6 +50,7 @@ from numba.cuda import cgutils
 
 from . import _rules
 from . import checked as _checked
+from . import vector as _vec
 from ._compat import TypingError, intrinsic
 from ._forms import form, select
 from ._lowering import I16, I32, asm, is_space, shared_addr32, sreg, trap_if
@@ -220,8 +221,6 @@ def _item_ptr(context, builder, api: str, aty, ary, inds, n: int, checked: bool)
     ptr = cgutils.get_item_pointer2(context, builder, data=ary.data, shape=shape,
                                     strides=strides, layout=aty.layout, inds=inds)
     if checked:
-        from . import vector as _vec
-
         scalar = aty.ndim == 1
         last = aty.ndim - 1
         for k, (i, s) in enumerate(zip(inds, shape)):

@@ -44,7 +44,7 @@ from .bulk import (
     reduce_type,
     total_bytes,
 )
-from .host.tensor_map import (
+from .host._tensor_spec import (
     BUFFER_WORDS,
     DTYPE_CODES,
     MAGIC,

@@ -18,6 +18,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from ._forms import nvvm_ptx_isa, nvvm_release_name
+
 
 class ToolMissing(RuntimeError):
     pass
@@ -67,8 +69,6 @@ def tool_release(tool: Path) -> str:
 
 def nvvm_release() -> tuple[tuple[int, int] | None, str]:
     """(PTX ISA, CUDA release) of the NVVM numba-cuda compiles with."""
-    from ._forms import nvvm_ptx_isa, nvvm_release_name
-
     return nvvm_ptx_isa(), nvvm_release_name()
 
 

@@ -49,6 +49,7 @@ from numba.cuda import cgutils
 
 from . import _rules
 from . import checked as _checked
+from .bulk import check_space
 from ._compat import TypingError, intrinsic
 from ._forms import form, select
 from ._lowering import I32, I64, asm, linear_tid, pure_asm, shared_addr32, trap_if
@@ -428,8 +429,6 @@ def wgmma_descriptor(typingctx, tile, swizzle=None, major="K"):
 
 def _check_descriptor_view(context, builder, api, v: View, addr, s, sw, mj, isz) -> None:
     """Checked mode: shared memory, the strides of the layout, the base alignment."""
-    from .bulk import check_space
-
     check_space(context, builder, api, v, "shared")
     c = lambda x: ir.Constant(I64, x)  # noqa: E731
     inner = 16 if sw is None else sw

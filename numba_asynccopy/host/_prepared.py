@@ -60,6 +60,7 @@ import numpy as np
 from numba.cuda import types
 
 from . import _numba_internals as _nb
+from .interop import as_stream
 
 #: remembered launch keys per kernel (then forgotten all at once)
 TABLE_MAX = 1024
@@ -97,9 +98,7 @@ def stream_handle(stream: Any) -> int:
         return 0
     if stream.__class__ is _NUMBA_STREAM:
         return int(stream.handle)
-    from .interop import as_stream  # torch, cuda.core, __cuda_stream__, raw handles
-
-    stream = as_stream(stream)
+    stream = as_stream(stream)  # torch, cuda.core, __cuda_stream__, raw handles
     if not stream:
         return 0
     if stream.__class__ is _NUMBA_STREAM:

@@ -45,8 +45,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import tensor_map as _tm
-from .tensor_map import _fail, _int_tuple, _interface_fields, _is_int, _option, _type_fail
+from . import _tensor_spec as _tm
+from ._tensor_spec import _fail, _int_tuple, _interface_fields, _is_int, _option, _type_fail
 
 #: value of the metadata word ``W_MODE`` (a tiled map's is 0)
 MODE_TILE, MODE_IM2COL = 0, 1

@@ -257,17 +257,19 @@ def bf16_interface(obj: Any, what: str = "ac.as_device_array",
             "data": (int(obj.data_ptr()), False), "version": 3}
 
 
-def convert_args(args: tuple, what: str = "ac.launch") -> tuple:
+def convert_args(args: tuple, what: str = "ac.launch", tensor_maps: tuple[type, ...] = ()) -> tuple:
     """The launch arguments with every foreign array (DLPack or CUDA array
     interface objects other than numpy and Numba arrays) as a Numba device
     array; the tuple itself when there is none (the common case costs one
-    class look-up per argument)."""
+    class look-up per argument).  An instance of ``tensor_maps`` (the
+    caller's ``TensorMap`` class: the map is built above this module) is
+    passed on as it is, once its device is checked."""
     out = None
     for i, a in enumerate(args):
         cls = a.__class__
         if cls in _PLAIN:
             continue
-        if isinstance(a, _tensor_map_class()):
+        if isinstance(a, tensor_maps):
             check_tensor_map_device(a, what, f"argument {i}")
             continue
         if isinstance(a, np.ndarray) or _is_device_array(a):
@@ -285,12 +287,6 @@ def convert_args(args: tuple, what: str = "ac.launch") -> tuple:
 
 # classes seen to need no conversion (ints, floats, numpy and Numba arrays, TensorMap...)
 _PLAIN: set = {int, float, complex, bool, np.ndarray}
-
-
-def _tensor_map_class() -> type:
-    from .tensor_map import TensorMap
-
-    return TensorMap
 
 
 def current_device_id() -> int:

@@ -37,6 +37,7 @@ import numpy as np
 from . import _numba_internals as _nb
 from . import _prepared
 from . import interop as _interop
+from .tensor_map import TensorMap
 
 Dim = Union[int, Sequence[int]]
 
@@ -526,7 +527,7 @@ def _launch_through_numba(kernel: Any, claim: _Claim, args: tuple, stream: Any) 
     # streams and arrays of other libraries (torch, CuPy, cuda.core, DLPack)
     if stream.__class__ is not int or stream:  # 0 stays 0 (no work)
         stream = _interop.as_stream(stream, _WHAT)
-    args = _interop.convert_args(args, _WHAT)
+    args = _interop.convert_args(args, _WHAT, (TensorMap,))
     callbacks = None
     if _nb.is_cuda_dispatcher(kernel):
         if kernel.targetoptions.get("device"):

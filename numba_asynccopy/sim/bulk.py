@@ -37,7 +37,7 @@ from .. import _rules
 from .. import bulk as _dev
 from . import _runtime as rt
 from ._mirror import mirrors
-from .cluster import _check_chunks, _ctx, _local, _mapped, _multicast, _rank, _remote_barrier
+from .cluster import _ctx, _local, _mapped, _multicast, _rank, _remote_barrier
 from . import cp_async as _cp
 from . import proxy as _proxy
 from .cp_async import _bytes
@@ -369,7 +369,7 @@ def cp_async_bulk_cluster(dst, src, chunk_bytes, mbar, remote_cta_id, pred=True)
         owner = _rank(api, "remote_cta_id", r, cl)
         dkey, doff = _local(api, "dst", d, me)
         _local(api, "src", s, me)
-        _check_chunks(api, [("src", s), ("dst", d)], int(c), ALIGN)
+        _check_chunk_views(api, [("src", s, None), ("dst", d, None)], int(c), ALIGN)
         th, oblk, ob, owner, me = _remote_barrier(api, b, r, "remote_cta_id")
         target = _mapped(d, dkey, doff, owner)
         payload = _bytes(s).copy()  # the copy reads its source at issue

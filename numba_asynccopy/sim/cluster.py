@@ -639,32 +639,6 @@ def _on_phase_complete(b: rt.Barrier) -> None:
 # --- the cluster bulk copy and multicast ------------------------------------------------------
 
 
-def _check_chunks(api: str, views, chunk: int, align: int) -> None:
-    """``check_chunk_views(..., chunk, align=16)`` on numpy views, same messages."""
-    for name, v in views:
-        isz = v.itemsize
-        if v.strides[-1] != isz and v.shape[-1] > 1:
-            raise rt.violation(api, _rules.last_axis_strided(name=name, stride=v.strides[-1]))
-        row = v.shape[-1] * isz
-        if row % chunk:
-            raise rt.violation(api, _rules.row_not_whole_chunks(name=name, row=row, chunk=chunk))
-        addr = rt.address(v)
-        if addr % align or any(s % align for s in v.strides[:-1]):
-            raise rt.violation(api, _rules.chunk_misaligned(name=name, align=align,
-                                                            base=f"0x{addr:x}"))
-    (fname, first), rest = views[0], views[1:]
-    for oname, other in rest:
-        for axis, (a, b) in enumerate(zip(first.shape[:-1], other.shape[:-1])):
-            if a != b:
-                raise rt.violation(api, _rules.repeat_axis_differs(
-                    axis=axis, a_name=fname, a=a, b_name=oname, b=b))
-        na = first.shape[-1] * first.itemsize // chunk
-        nb = other.shape[-1] * other.itemsize // chunk
-        if na != nb:
-            raise rt.violation(api, _rules.chunk_counts_differ(
-                a_name=fname, a_dtype=first.dtype, a=na, b_name=oname, b_dtype=other.dtype, b=nb))
-
-
 def _multicast(api: str, mask, d: np.ndarray, b: np.ndarray, payload: np.ndarray,
               tx_bytes: int, dst_bytes) -> None:
     """Deliver ``payload`` to the same ``d`` and barrier ``b`` in every CTA of

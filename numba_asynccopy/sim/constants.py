@@ -43,8 +43,6 @@ from ._mirror import device_function, user_signature
 from .errors import violation
 
 _SIM_DIR = os.path.dirname(os.path.abspath(__file__))
-# the words every "needs a constant" error of the device typing shares
-_NEEDS_CONSTANT = compile_time_constant.template.split("{name}`")[1].split("(")[0]
 
 # code object -> (function AST, run-time local names) or None (no source)
 _functions: dict = {}
@@ -312,7 +310,7 @@ def refuse_runtime_constants(intrinsic: Any, targs: tuple, tkw: dict, args: tupl
         try:
             _type_at_run_time(intrinsic, new_args, new_kw)
         except Exception as e:  # the device typing's own error
-            if _NEEDS_CONSTANT in str(e):
+            if getattr(e, "rule", None) is compile_time_constant:  # it asks for a constant
                 verdict = e
         _verdicts[key] = verdict
     err = _verdicts[key]

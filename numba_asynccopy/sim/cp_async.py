@@ -10,10 +10,10 @@ retires its group (or a barrier tracking it completes its phase).
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from .. import _rules
+from .._regions import CHUNKED_VIEWS, ValueView
 # by name: the package's ``cp_async`` is the intrinsic, which hides the module
 from ..cp_async import POLICY_PRIMARY, POLICY_SECONDARY, validate_cp_async
 from ..cp_async import commit_group as _dev_commit_group
@@ -25,31 +25,14 @@ from . import _runtime as rt
 from ._mirror import mirrors
 
 
-def _check_views(api: str, views, chunk: int) -> None:
-    """``_regions.check_chunk_views`` on numpy views, same messages."""
-    for name, v, ty in views:
-        isz = v.itemsize
-        if ty.layout != "C" and v.strides[-1] != isz and v.shape[-1] > 1:
-            raise rt.violation(api, _rules.last_axis_strided(name=name, stride=v.strides[-1]))
-        row = v.shape[-1] * isz
-        if row % chunk:
-            raise rt.violation(api, _rules.row_not_whole_chunks(name=name, row=row, chunk=chunk))
-        addr = rt.address(v)
-        if addr % chunk or any(s % chunk for s in v.strides[:-1]):
-            raise rt.violation(
-                api, _rules.chunk_misaligned(name=name, align=chunk, base=f"0x{addr:x}"))
-    (fname, first, _), rest = views[0], views[1:]
-    for oname, other, _ in rest:
-        for axis, (a, b) in enumerate(zip(first.shape[:-1], other.shape[:-1])):
-            if a != b:
-                raise rt.violation(api, _rules.repeat_axis_differs(
-                    axis=axis, a_name=fname, a=a, b_name=oname, b=b))
-        na = first.shape[-1] * first.itemsize // chunk
-        nb = other.shape[-1] * other.itemsize // chunk
-        if na != nb:
-            raise rt.violation(
-                api, _rules.chunk_counts_differ(a_name=fname, a_dtype=first.dtype, a=na,
-                                                b_name=oname, b_dtype=other.dtype, b=nb))
+def _check_views(api: str, views, chunk: int, align: int | None = None) -> None:
+    """The chunked views' contract (``_regions.CHUNKED_VIEWS``, checked mode's
+    rules and words) on numpy views: ``(name, view, Numba type or None)``."""
+    broken = CHUNKED_VIEWS.check_values(
+        [ValueView(name, v, rt.address(v), "A" if ty is None else ty.layout)
+         for name, v, ty in views], chunk, align)
+    if broken:
+        raise rt.violation(api, broken)
 
 
 # --- destinations in flight ------------------------------------------------------------

@@ -9,7 +9,8 @@ adds a file, not fields to the shared classes.
 :class:`Events`: a lower layer announces an event (a barrier phase
 completed, a thread or a block exited) and the families that care
 subscribe; no lower module calls up into a family.  :data:`EVENTS` carries
-the process-wide events (``"phase_complete"``, ``"block_exit"``); a
+the process-wide events (``"phase_complete"``, ``"block_exit"``,
+``"shared_write"``, ``"slot_release"``...); a
 cluster run carries its own (``"thread_exit"``, ``"block_exit"`` of one
 of its CTAs).
 
@@ -71,5 +72,11 @@ class Events:
 
 
 #: process-wide events: ``"phase_complete"`` (a Barrier), ``"block_exit"``
-#: (a BlockState, before its barriers' transaction bytes are checked)
+#: (a BlockState, before its barriers' transaction bytes are checked),
+#: ``"async_write"`` (a block and an async-proxy copy that completed),
+#: ``"shared_write"`` (api, argument name, block, shared tile, its mbarrier's
+#: address or None, the swizzle, how: a copy into a shared tile issued) and
+#: ``"slot_release"`` (api, block, the slot's full-barrier address, where: a
+#: pipeline slot released); a subscriber may refuse the event with a
+#: violation, raised where it was emitted
 EVENTS = Events()

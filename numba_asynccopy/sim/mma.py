@@ -34,6 +34,7 @@ import numpy as np
 from .. import _rules
 from . import _runtime as rt
 from ._mirror import mirrors
+from .fence import _warp_lanes
 
 from .. import mma as _dev  # noqa: E402
 from .. import vector as _vec  # noqa: E402
@@ -55,10 +56,6 @@ class _Meeting:
         self.error: str | None = None
 
 
-def _warp_lanes(blk, warp_base: int) -> list:
-    from .fence import _warp_lanes as lanes
-
-    return lanes(blk, warp_base)
 
 
 def _exited(t) -> bool:

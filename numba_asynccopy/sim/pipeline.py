@@ -519,11 +519,9 @@ def consumer_release(pipe, state):
             raise _fail(api, pipe, state, f"all {pipe.consumers} consumer releases of this fill "
                         f"already came (its empty barrier is in phase {b.phase}): more threads "
                         f"release than the consumers={pipe.consumers} the pipeline was built for")
-    from .wgmma import _on_release  # an MMA still reading the slot's tiles
-
-    with blk.cond:
-        _on_release(f"pipeline {api}", blk, rt.address(rt.unwrap(_bar(pipe, i))),
-                   _where(api, pipe, state))
+    with blk.cond:  # an MMA may still read the slot's tiles
+        rt.EVENTS.emit("slot_release", f"pipeline {api}", blk,
+                       rt.address(rt.unwrap(_bar(pipe, i))), _where(api, pipe, state))
     _mb.mbarrier_arrive(_bar(pipe, pipe.stages + i))
 
 

@@ -18,6 +18,8 @@ import importlib
 import inspect
 import sys
 
+from .. import _rules
+
 #: (what it detects, "module.attribute" under numba_asynccopy.sim that implements it)
 DETECTIONS: tuple[tuple[str, str], ...] = (
     ("A run-time value where the GPU needs a constant (Numba's typing: `COLS * 4` is run-time)",
@@ -101,8 +103,6 @@ def _cell(text: str) -> str:
 
 def render() -> str:
     """The page's Markdown."""
-    from .. import _rules
-
     out = [HEADER, "## Rules every layer shares", "",
            "The simulator raises these with the words of the compile-time error and of the "
            "checked-mode trap (fields in braces are filled in).", "",

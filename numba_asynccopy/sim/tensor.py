@@ -74,11 +74,9 @@ class TensorMap(_tm.TensorMap):
                dtype: str | None = None) -> "TensorMap":
         """Simulator version of :meth:`numba_asynccopy.TensorMap.im2col`:
         same arguments and validation, no driver."""
-        from ..host.im2col import describe_im2col
-
         self = cls.__new__(cls)
         tensor, interface = self._sim_interface(array)
-        self._sim_build(array, tensor, describe_im2col(
+        self._sim_build(array, tensor, _im2col.describe_im2col(
             interface, channels_per_pixel=channels_per_pixel,
             pixels_per_column=pixels_per_column, lower_corner=lower_corner,
             upper_corner=upper_corner, element_strides=element_strides, swizzle=swizzle,
@@ -244,10 +242,9 @@ def cp_async_bulk_tensor_load(dst, tensor_map, coords, mbar, *, multicast_mask=N
         rt.check_init_fenced(api, bar)
         tile = _tile_bytes(d)
         _cp._check_reuse(api, "dst", blk, [tile])
-        from .wgmma import _on_shared_write  # an MMA may still read the tile; its swizzle
-
-        _on_shared_write(api, "dst", blk, tile, rt.address(b), spec.swizzle,
-                        f"a TMA load with swizzle={spec.swizzle}")
+        # an MMA may still read the tile; the MMA's descriptor must use its swizzle
+        rt.EVENTS.emit("shared_write", api, "dst", blk, tile, rt.address(b), spec.swizzle,
+                       f"a TMA load with swizzle={spec.swizzle}")
         op = rt.issued(rt.AsyncOp([(tile, payload)], tx_bytes=spec.box_bytes), api)
         bar.attach(blk, op)
         _cp._track(blk, op, [tile], op.issued_at)
@@ -391,8 +388,6 @@ def cp_async_bulk_tensor_load_im2col(dst, tensor_map, coords, offsets, mbar, *,
                                      _fill_value(tmap.spec, tmap.tensor.dtype))
         payload = _swizzle_bytes(dense, tmap.spec.swizzle)
         if kw["multicast_mask"] is not None:
-            from .cluster import _multicast
-
             _multicast(api, kw["multicast_mask"], d, b, payload, tmap.spec.box_bytes, _tile_bytes)
             return
         rt.check_init_fenced(api, bar)

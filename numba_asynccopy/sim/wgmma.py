@@ -232,9 +232,10 @@ def _block_state(blk) -> dict:
     return blk.__dict__.setdefault("_ac_wgmma", {"written": [], "ops": [], "meet": {}})
 
 
+@rt.EVENTS.on("shared_write")
 def _on_shared_write(api: str, name: str, blk, tile: np.ndarray, barrier_addr: int | None,
-                    swizzle: int | None, how: str) -> None:
-    """A copy into the shared ``tile`` was issued (called by the copy twins):
+                     swizzle: int | None, how: str) -> None:
+    """A copy into the shared ``tile`` was issued (the copy twins' event):
     refuse it while an MMA still reads those bytes; record its swizzle."""
     st = _block_state(blk)
     lo = rt.address(tile)
@@ -250,8 +251,10 @@ def _on_shared_write(api: str, name: str, blk, tile: np.ndarray, barrier_addr: i
     st["written"].append((lo, hi, barrier_addr, swizzle, how))
 
 
+@rt.EVENTS.on("slot_release")
 def _on_release(api: str, blk, barrier_addr: int, where: str) -> None:
-    """A pipeline slot whose fills completed on ``barrier_addr`` is released."""
+    """A pipeline slot whose fills completed on ``barrier_addr`` is released
+    (the pipeline twin's event)."""
     st = _block_state(blk)
     ranges = [(lo, hi) for lo, hi, bar, _, _ in st["written"] if bar == barrier_addr]
     th, _ = rt.current(api)

@@ -15,6 +15,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from .. import sim
+
 #: bytes written between timed calls when the device does not report its
 #: L2 size (an H200 has 50 MiB; twice the largest L2 of current GPUs)
 DEFAULT_FLUSH_BYTES = 256 << 20
@@ -22,8 +24,6 @@ DEFAULT_FLUSH_BYTES = 256 << 20
 
 def _need_gpu(api: str):
     from numba import cuda
-
-    from .. import sim
 
     if sim.ENABLED:
         raise RuntimeError(f"{api}: the CUDA simulator records no time (NUMBA_ENABLE_CUDASIM=1); "
