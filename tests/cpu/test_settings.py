@@ -15,22 +15,19 @@ C = importlib.import_module("numba_asynccopy.checked")
 P = importlib.import_module("numba_asynccopy.sim.progress")
 S = importlib.import_module("numba_asynccopy.sim.schedule")
 
+TIMEOUT_RULE = "is not a positive integer number of nanoseconds (e.g. 2000000000 for 2 s)"
 BAD = [
     (C._env_checked, "NUMBA_ASYNCCOPY_CHECKED", " yes",
      "environment variable NUMBA_ASYNCCOPY_CHECKED=' yes' is not a switch: "
      "use 1 (checked mode on) or 0 (off)"),
     (C._env_timeout, "NUMBA_ASYNCCOPY_WAIT_TIMEOUT_NS", "+5",
-     "environment variable NUMBA_ASYNCCOPY_WAIT_TIMEOUT_NS='+5' is not a positive "
-     "integer number of nanoseconds (e.g. 2000000000 for 2 s)"),
+     f"environment variable NUMBA_ASYNCCOPY_WAIT_TIMEOUT_NS='+5' {TIMEOUT_RULE}"),
     (C._env_timeout, "NUMBA_ASYNCCOPY_WAIT_TIMEOUT_NS", "0",
-     "environment variable NUMBA_ASYNCCOPY_WAIT_TIMEOUT_NS='0' is not a positive "
-     "integer number of nanoseconds (e.g. 2000000000 for 2 s)"),
+     f"environment variable NUMBA_ASYNCCOPY_WAIT_TIMEOUT_NS='0' {TIMEOUT_RULE}"),
     (C._env_timeout, "NUMBA_ASYNCCOPY_WAIT_TIMEOUT_NS", "1_000",
-     "environment variable NUMBA_ASYNCCOPY_WAIT_TIMEOUT_NS='1_000' is not a positive "
-     "integer number of nanoseconds (e.g. 2000000000 for 2 s)"),
+     f"environment variable NUMBA_ASYNCCOPY_WAIT_TIMEOUT_NS='1_000' {TIMEOUT_RULE}"),
     (C._env_timeout, "NUMBA_ASYNCCOPY_WAIT_TIMEOUT_NS", "\u0663",  # a digit, not ASCII
-     "environment variable NUMBA_ASYNCCOPY_WAIT_TIMEOUT_NS='\u0663' is not a positive "
-     "integer number of nanoseconds (e.g. 2000000000 for 2 s)"),
+     f"environment variable NUMBA_ASYNCCOPY_WAIT_TIMEOUT_NS='\u0663' {TIMEOUT_RULE}"),
     (P.enabled, "NUMBA_ASYNCCOPY_SIM_PROGRESS", "off",
      "environment variable NUMBA_ASYNCCOPY_SIM_PROGRESS='off' is not a switch: "
      "use 1 (progress line on) or 0 (off)"),
