@@ -37,3 +37,38 @@ def instructions(ptx: str, opcode_regex: str) -> list[str]:
         if re.match(opcode_regex, s):
             out.append(re.sub(r"\s+", " ", s))
     return out
+
+
+def assemble(ptx: str, verbose: bool = False) -> tuple[bytes, str]:
+    """ptxas on ``ptx``: (cubin, log).  A missing or mismatched ptxas fails
+    where the toolchain is required (``make test``, CI), else skips
+    (``tests/conftest.py`` ``tool_missing``)."""
+    from numba_asynccopy import toolchain
+
+    from ..conftest import tool_missing
+
+    try:
+        return toolchain.assemble(ptx, verbose=verbose)
+    except toolchain.ToolMissing as e:
+        tool_missing(e)
+
+
+def sass_of(ptx: str, verbose: bool = True) -> tuple[str, str]:
+    """ptxas then nvdisasm on ``ptx``: (SASS text, ptxas log); a missing
+    tool as :func:`assemble` says."""
+    from numba_asynccopy import toolchain
+
+    from ..conftest import tool_missing
+
+    cubin, log = assemble(ptx, verbose=verbose)
+    try:
+        return toolchain.disassemble(cubin), log
+    except toolchain.ToolMissing as e:
+        tool_missing(e)
+
+
+def sass_opcodes_of(ptx: str) -> list[str]:
+    """The SASS opcodes of ``ptx`` (assembled and disassembled)."""
+    from numba_asynccopy import toolchain
+
+    return toolchain.sass_opcodes(sass_of(ptx)[0])

@@ -10,9 +10,8 @@ import pytest
 from numba import cuda, types
 
 import numba_asynccopy as ac
-from numba_asynccopy import toolchain
 
-from .helpers import instructions, kernel_from_source, ptx_of
+from .helpers import instructions, kernel_from_source, ptx_of, sass_opcodes_of
 
 SIG = (types.uint64[::1], types.uint16, types.uint64, types.int32[::1])
 R, RD, RS = r"%r\d+", r"%rd\d+", r"%rs\d+"
@@ -39,11 +38,7 @@ def tup(regs):
 
 
 def sass(ptx):
-    try:
-        cubin, _ = toolchain.assemble(ptx)
-    except toolchain.ToolMissing as e:
-        pytest.skip(str(e))
-    return toolchain.sass_opcodes(toolchain.disassemble(cubin))
+    return sass_opcodes_of(ptx)
 
 
 @pytest.mark.parametrize("rank", [3, 4, 5])
