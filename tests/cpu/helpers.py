@@ -25,6 +25,37 @@ def kernel_from_source(src: str, name: str = "k", extra_globals: dict | None = N
     return g[name]
 
 
+# the tensor-copy tests' kernel: a tensor map, a multicast mask, a cache
+# policy, coordinates; the shared tile and two mbarriers
+TMA_SIG = ("uint64[::1]", "uint16", "uint64", "int32[::1]")
+
+
+def tma_kernel_ptx(body: str, tile_shape: tuple, cc=(9, 0), checked: bool = False) -> str:
+    """PTX of ``k(tm, m, pol, c)`` holding ``body`` after ``sh`` (a float32
+    shared tile of ``tile_shape``, 1024-byte aligned) and ``bar`` (two
+    mbarriers); ``checked``: compiled in checked mode."""
+    from numba import types
+
+    import numba_asynccopy as ac
+
+    src = f"""
+    def k(tm, m, pol, c):
+        sh = cuda.shared.array({tuple(tile_shape)}, np.float32, alignment=1024)
+        bar = cuda.shared.array(2, np.uint64)
+        {body}
+    """
+    sig = tuple(eval(t, {"__builtins__": {}}, vars(types)) for t in TMA_SIG)
+    with ac.checked_mode(checked):
+        return ptx_of(kernel_from_source(src), sig, cc=cc)
+
+
+def whole_instructions(ptx: str, opcode_regex: str) -> list[str]:
+    """Whole instructions (braces kept, whitespace normalised) whose opcode
+    matches ``opcode_regex``, a predicate guard stripped."""
+    return [re.sub(r"\s+", " ", m.group(1)) for m in
+            re.finditer(rf"^\s*(?:@!?%?\w+\s+)?((?:{opcode_regex})[^;]*);", ptx, re.M)]
+
+
 def instructions(ptx: str, opcode_regex: str) -> list[str]:
     """Every PTX instruction whose text matches ``opcode_regex`` at its start
     (predicate guard stripped; one whitespace-normalised string each)."""
