@@ -71,28 +71,22 @@ def _copy_fragment() -> Block:
     return found[0]
 
 
-def test_the_fragment_check_fails_on_a_misspelled_intrinsic():
-    bad = _mutated(_copy_fragment(), "ac.cp_async(", "ac.cp_asynk(")
+# what the check must refuse: a mutation of the copy fragment, the error and its words
+REFUSED = [
     # numba-cuda resolves a module's attribute with getattr while typing
-    with pytest.raises(AttributeError, match="module 'numba_asynccopy' has no attribute 'cp_asynk'"):
-        compile_fragment(bad)
+    pytest.param("ac.cp_async(", "ac.cp_asynk(", AttributeError,
+                 "module 'numba_asynccopy' has no attribute 'cp_asynk'", id="misspelled-intrinsic"),
+    pytest.param(", 16)", ", 16, cahce='cg')", TypingError, "cahce", id="wrong-keyword"),
+    pytest.param(", 16)", ", 12)", TypingError, "chunk_bytes", id="wrong-chunk-size"),
+    pytest.param("ntiles", "n_tiles", NameError, "the fragment uses n_tiles, which neither it nor",
+                 id="undefined-name"),
+]
 
 
-def test_the_fragment_check_fails_on_a_wrong_keyword():
-    bad = _mutated(_copy_fragment(), ", 16)", ", 16, cahce='cg')")
-    with pytest.raises(TypingError, match="cahce"):
-        compile_fragment(bad)
-
-
-def test_the_fragment_check_fails_on_a_wrong_chunk_size():
-    bad = _mutated(_copy_fragment(), ", 16)", ", 12)")
-    with pytest.raises(TypingError, match="chunk_bytes"):
-        compile_fragment(bad)
-
-
-def test_the_fragment_check_fails_on_a_name_nothing_defines():
-    bad = _mutated(_copy_fragment(), "ntiles", "n_tiles")
-    with pytest.raises(NameError, match="the fragment uses n_tiles, which neither it nor"):
+@pytest.mark.parametrize("old,new,error,words", REFUSED)
+def test_the_fragment_check_fails_on_a_broken_fragment(old, new, error, words):
+    bad = _mutated(_copy_fragment(), old, new)
+    with pytest.raises(error, match=words):
         compile_fragment(bad)
 
 
