@@ -18,7 +18,6 @@ corrupting memory or hanging.
 from __future__ import annotations
 
 import contextlib
-import os
 import warnings
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -26,6 +25,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from . import _rules
+from ._settings import env_positive_int, env_switch
 from ._version import __version__
 
 #: Environment variables this module reads (when first needed, not at import).
@@ -45,27 +45,14 @@ _state: dict[str, Any] = {
 
 def _env_checked() -> bool:
     """``NUMBA_ASYNCCOPY_CHECKED``: unset, empty or ``0`` is off, ``1`` is on."""
-    raw = os.environ.get(CHECKED_ENV, "")
-    value = raw.strip()
-    if value in ("", "0"):
-        return False
-    if value == "1":
-        return True
-    raise ValueError(f"environment variable {CHECKED_ENV}={raw!r} is not a switch: "
-                     "use 1 (checked mode on) or 0 (off)")
+    return env_switch(CHECKED_ENV, False, "checked mode")
 
 
 def _env_timeout() -> int:
     """``NUMBA_ASYNCCOPY_WAIT_TIMEOUT_NS``: a positive integer (nanoseconds)."""
-    raw = os.environ.get(TIMEOUT_ENV)
-    if raw is None or not raw.strip():
-        return DEFAULT_TIMEOUT_NS
-    value = raw.strip()
-    # decimal digits only: int() would also take '+5', '1_000' or ' 7 '
-    if not value.isascii() or not value.isdigit() or int(value) <= 0:
-        raise ValueError(f"environment variable {TIMEOUT_ENV}={raw!r} is not a positive "
-                         "integer number of nanoseconds (e.g. 2000000000 for 2 s)")
-    return int(value)
+    return env_positive_int(TIMEOUT_ENV, DEFAULT_TIMEOUT_NS,
+                            "is not a positive integer number of nanoseconds "
+                            "(e.g. 2000000000 for 2 s)")
 
 
 def _checked_now() -> bool:

@@ -64,8 +64,11 @@ def _addresses(v: np.ndarray) -> np.ndarray:
     return (starts[:, None] + np.arange(v.itemsize)).reshape(-1)
 
 
-def _first_overlap(a: np.ndarray, b: np.ndarray) -> int | None:
-    (alo, ahi), (blo, bhi) = _extent(a), _extent(b)
+def _first_overlap(a: np.ndarray, b: np.ndarray, a_ext: tuple | None = None,
+                   b_ext: tuple | None = None) -> int | None:
+    """The lowest byte address both views hold, or None (``*_ext``: their
+    :func:`_extent`, when known)."""
+    (alo, ahi), (blo, bhi) = a_ext or _extent(a), b_ext or _extent(b)
     if alo >= bhi or blo >= ahi:
         return None
     both = np.intersect1d(_addresses(a), _addresses(b))
@@ -92,7 +95,8 @@ class Groups:
 
 class InFlight:
     """A block's slot: the shared-memory writes (and bulk reads) of copies
-    not landed yet, (op, views, site, reads)."""
+    not landed yet, (op, views, site, reads, the views' extents): the
+    extents are computed once, at issue, not at every later copy's check."""
 
     def __init__(self, blk):
         self.ops: list = []
@@ -104,7 +108,7 @@ def _in_flight(blk) -> list:
 
 def _track(blk, op, views: list, site: str, reads: bool = False) -> None:
     """Record that ``op`` writes (``reads``: reads) the shared ``views`` until it lands."""
-    _in_flight(blk).append((op, views, site, reads))
+    _in_flight(blk).append((op, views, site, reads, [_extent(v) for v in views]))
 
 
 @rt.EVENTS.on("block_exit")
@@ -113,7 +117,7 @@ def _check_landed_at_exit(blk) -> None:
     still in flight when the block exits: on the GPU it writes the shared
     memory of a block that is gone, and what it brought is never read (a
     missing wait_group, or a missing wait on its barrier's phase)."""
-    for op, views, site, reads in _in_flight(blk):
+    for op, views, site, reads, _ in _in_flight(blk):
         if reads or op.landed:
             continue
         b = op.barrier
@@ -134,10 +138,13 @@ def _check_reuse(api: str, name: str, blk, views: list) -> None:
     live = [e for e in _in_flight(blk)
             if not e[0].landed and not (e[3] and getattr(e[0], "payloads", None) is not None)]
     _in_flight(blk)[:] = live
-    for op, others, site, reads in live:
-        for v in views:
-            for o in others:
-                hit = _first_overlap(v, o)
+    exts = [_extent(v) for v in views]
+    for op, others, site, reads, other_exts in live:
+        for v, (lo, hi) in zip(views, exts):
+            for o, (olo, ohi) in zip(others, other_exts):
+                if lo >= ohi or olo >= hi:
+                    continue  # disjoint extents: no byte in common
+                hit = _first_overlap(v, o, (lo, hi), (olo, ohi))
                 if hit is None:
                     continue
                 where = rt.describe_shared(hit)

@@ -85,10 +85,35 @@ def elect_sync(mask=0xFFFFFFFF):
 
 class Meetings:
     """A block's slot for the warp-converging instructions: per instruction
-    and warp, the meetings still gathering their lanes, by mask."""
+    and warp, the meetings still gathering their lanes, by mask.
+
+    A meeting's waiters wait on the meeting (its :class:`_Election` is their
+    key), so an arrival re-evaluates only the lanes of that meeting, not
+    every waiter of the cluster; a lane that exits wakes the open meetings
+    of its warp (they no longer wait for it)."""
 
     def __init__(self, blk):
+        self.blk = blk
         self.by_instr: dict = {}
+        self.lanes: dict = {}  # warp base -> lane -> simulated thread (_warp_lanes)
+        if blk.cluster is not None:
+            blk.cluster.events.on("thread_exit", self.thread_exit)
+
+    def warp_lanes(self, warp_base: int) -> list:
+        lanes = self.lanes.get(warp_base)
+        if lanes is None:
+            lanes = self.lanes[warp_base] = _warp_lanes(self.blk, warp_base)
+        return lanes
+
+    def thread_exit(self, t) -> None:
+        """(the cluster lock held) ``t`` exited: its warp's open meetings of
+        this block may now have every lane they wait for."""
+        if _nbsim.block_manager(t) is not self.blk.mgr:
+            return
+        warp_base = t.thread_id - t.thread_id % 32
+        for open_ in self.by_instr.values():
+            for e in list(open_.get(warp_base, {}).values()):
+                self.blk.changed(e)
 
 
 def _converge(api: str, instr: str, mask, same_site: bool = False) -> tuple[int, int]:
@@ -114,7 +139,8 @@ def meet(api: str, instr: str, mask, value=None, same_site: bool = False) -> tup
         raise rt.violation(api, f"lane {lane} executes {instr} but is not in `mask`=0x{m:08x}")
     with blk.cond:
         # per warp and instruction: the meetings still gathering their lanes, by mask
-        open_ = blk.slot(Meetings).by_instr.setdefault(instr, {}).setdefault(warp_base, {})
+        meetings = blk.slot(Meetings)
+        open_ = meetings.by_instr.setdefault(instr, {}).setdefault(warp_base, {})
         for other in open_.values():
             if other.mask != m and (other.mask >> lane) & 1:
                 waiting = [k for k in range(32) if (other.arrived >> k) & 1]
@@ -135,23 +161,32 @@ def meet(api: str, instr: str, mask, value=None, same_site: bool = False) -> tup
             e = open_[m] = _Election(m, line)
         e.arrived |= 1 << lane
         e.values[lane] = value
-        lanes = _warp_lanes(blk, warp_base)
+        lanes = meetings.warp_lanes(warp_base)
+        # threads whose exit the cluster has counted (still alive while it does)
+        exited = blk.cluster.exited_threads if blk.cluster is not None else ()
 
-        def missing() -> int:
-            """Lanes of the mask that exist, have not arrived and have not exited."""
+        def missing(first: bool = False) -> int:
+            """Lanes of the mask that exist, have not arrived and have not
+            exited (``first``: stop at the first one)."""
             out = 0
-            for k in range(32):
-                if (m & exists) >> k & 1 and not (e.arrived >> k) & 1 and not _exited(lanes[k]):
+            rest = m & exists & ~e.arrived
+            while rest:
+                k = (rest & -rest).bit_length() - 1
+                rest &= rest - 1
+                t = lanes[k]
+                if t is None or (t not in exited and not _exited(t)):
                     out |= 1 << k
+                    if first:
+                        break
             return out
 
         def done() -> bool:
-            if e.leader is None and not missing():
+            if e.leader is None and not missing(first=True):
                 here = e.arrived
                 e.leader = (here & -here).bit_length() - 1  # deterministic: the lowest lane
                 if open_.get(m) is e:
                     del open_[m]
-                blk.changed()
+                blk.changed(e)
             return e.leader is not None
 
         def deadlock():
@@ -165,7 +200,8 @@ def meet(api: str, instr: str, mask, value=None, same_site: bool = False) -> tup
 
         done.line = line
         done.describe = lambda: f"{instr} (`mask`=0x{m:08x}, warp {warp_base // 32})"
-        blk.changed()
+        done.key = e  # only this meeting's arrivals and its warp's exits change it
+        blk.changed(e)
         blk.block_until(done, deadlock)
         return lane, e
 

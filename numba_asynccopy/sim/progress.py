@@ -13,9 +13,10 @@ other settings are.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
+
+from .._settings import env_switch
 
 PROGRESS_ENV = "NUMBA_ASYNCCOPY_SIM_PROGRESS"
 
@@ -27,14 +28,7 @@ EVERY_S = 1.0
 
 def enabled() -> bool:
     """``NUMBA_ASYNCCOPY_SIM_PROGRESS``: unset, empty or ``1`` is on, ``0`` is off."""
-    raw = os.environ.get(PROGRESS_ENV, "")
-    value = raw.strip()
-    if value in ("", "1"):
-        return True
-    if value == "0":
-        return False
-    raise ValueError(f"environment variable {PROGRESS_ENV}={raw!r} is not a switch: "
-                     "use 1 (progress line on) or 0 (off)")
+    return env_switch(PROGRESS_ENV, True, "progress line")
 
 
 class Progress:

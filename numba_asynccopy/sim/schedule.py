@@ -5,11 +5,12 @@ and the interleaving seed that varies the order the simulated threads run in."""
 from __future__ import annotations
 
 import contextlib
-import os
 import random
 import threading
 import time
 from typing import Iterator
+
+from .._settings import env_choice, env_int
 
 #: every byte of a destination that an asynchronous copy has not yet
 #: landed in holds this value (float NaN, integer -1 / all ones)
@@ -22,12 +23,7 @@ SCHEDULE_ENV = "NUMBA_ASYNCCOPY_SIM_SCHEDULE"
 
 def _env_schedule() -> str:
     """``NUMBA_ASYNCCOPY_SIM_SCHEDULE``: unset or empty is ``worst``."""
-    raw = os.environ.get(SCHEDULE_ENV)
-    s = (raw or "").strip() or "worst"
-    if s not in SCHEDULES:
-        raise ValueError(f"environment variable {SCHEDULE_ENV}={raw!r} is not a schedule: "
-                         "use worst or eager")
-    return s
+    return env_choice(SCHEDULE_ENV, SCHEDULES, "schedule")
 
 
 SEED_ENV = "NUMBA_ASYNCCOPY_SIM_SEED"
@@ -35,14 +31,7 @@ SEED_ENV = "NUMBA_ASYNCCOPY_SIM_SEED"
 
 def _env_seed() -> int | None:
     """``NUMBA_ASYNCCOPY_SIM_SEED``: unset or empty is no seed."""
-    raw = os.environ.get(SEED_ENV)
-    s = (raw or "").strip()
-    if not s:
-        return None
-    try:
-        return int(s)
-    except ValueError:
-        raise ValueError(f"environment variable {SEED_ENV}={raw!r} is not an integer seed") from None
+    return env_int(SEED_ENV, "is not an integer seed")
 
 
 # ``None``/``_UNREAD``: not read yet.  The environment is read on first use (as checked

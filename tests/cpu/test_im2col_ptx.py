@@ -9,29 +9,17 @@ import re
 import pytest
 from numba import cuda, types
 
-import numba_asynccopy as ac
-from numba_asynccopy import toolchain
 
-from .helpers import instructions, kernel_from_source, ptx_of
+from .helpers import instructions, sass_opcodes_of, tma_kernel_ptx, whole_instructions
 
-SIG = (types.uint64[::1], types.uint16, types.uint64, types.int32[::1])
 R, RD, RS = r"%r\d+", r"%rd\d+", r"%rs\d+"
 
 
 def compile_kernel(body, cc=(9, 0), checked=False):
-    src = f"""
-    def k(tm, m, pol, c):
-        sh = cuda.shared.array((32, 16), np.float32, alignment=1024)
-        bar = cuda.shared.array(2, np.uint64)
-        {body}
-    """
-    with ac.checked_mode(checked):
-        return ptx_of(kernel_from_source(src), SIG, cc=cc)
+    return tma_kernel_ptx(body, (32, 16), cc=cc, checked=checked)
 
 
-def insts(ptx, rx):
-    return [re.sub(r"\s+", " ", m.group(1)) for m in
-            re.finditer(rf"^\s*(?:@!?%?\w+\s+)?((?:{rx})[^;]*);", ptx, re.M)]
+insts = whole_instructions
 
 
 def tup(regs):
@@ -39,11 +27,7 @@ def tup(regs):
 
 
 def sass(ptx):
-    try:
-        cubin, _ = toolchain.assemble(ptx)
-    except toolchain.ToolMissing as e:
-        pytest.skip(str(e))
-    return toolchain.sass_opcodes(toolchain.disassemble(cubin))
+    return sass_opcodes_of(ptx)
 
 
 @pytest.mark.parametrize("rank", [3, 4, 5])

@@ -17,7 +17,7 @@ import numba_asynccopy as ac
 from numba_asynccopy import toolchain
 from numba_asynccopy.examples import hgemm_sm80
 
-from .helpers import instructions, kernel_from_source, ptx_of
+from .helpers import instructions, kernel_from_source, ptx_of, sass_of
 from .test_cluster_ptx import ptx_strings
 from .test_examples_ptx import sass_loops
 
@@ -40,14 +40,6 @@ def k(C):
     acc = ac.mma_sync(a, b, acc, "{dtype}")
     ac.mma_store({out}, 0, 0, acc)
 """
-
-
-def sass_of(ptx: str) -> tuple[str, str]:
-    try:
-        cubin, log = toolchain.assemble(ptx, verbose=True)
-        return toolchain.disassemble(cubin), log
-    except toolchain.ToolMissing as e:
-        pytest.skip(str(e))
 
 
 def sass_counts(sass: str) -> Counter:

@@ -6,33 +6,20 @@ from __future__ import annotations
 import re
 
 import pytest
-from numba import types
 
-import numba_asynccopy as ac
 from numba_asynccopy import toolchain
 
-from .helpers import instructions, kernel_from_source, ptx_of
+from .helpers import instructions, tma_kernel_ptx, whole_instructions
 
-SIG = (types.uint64[::1], types.uint16, types.uint64, types.int32[::1])
 R = r"%r\d+"
 RD = r"%rd\d+"
 
 
 def compile_kernel(body, cc=(9, 0), checked=False):
-    src = f"""
-    def k(tm, m, pol, c):
-        sh = cuda.shared.array((2, 4, 8, 16), np.float32, alignment=1024)
-        bar = cuda.shared.array(2, np.uint64)
-        {body}
-    """
-    with ac.checked_mode(checked):
-        return ptx_of(kernel_from_source(src), SIG, cc=cc)
+    return tma_kernel_ptx(body, (2, 4, 8, 16), cc=cc, checked=checked)
 
 
-def insts(ptx, rx):
-    """Whole instructions (braces kept) whose opcode matches ``rx``."""
-    return [re.sub(r"\s+", " ", m.group(1)) for m in
-            re.finditer(rf"^\s*(?:@!?%?\w+\s+)?((?:{rx})[^;]*);", ptx, re.M)]
+insts = whole_instructions
 
 
 def coords_src(rank):

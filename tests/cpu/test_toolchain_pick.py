@@ -80,6 +80,22 @@ def test_a_missing_tool_fails_where_required_and_skips_elsewhere(monkeypatch):
         conftest.tool_missing(err)
 
 
+def test_no_test_turns_a_missing_tool_into_a_plain_skip():
+    # a ToolMissing goes through tool_missing (a failure where required) or
+    # the helpers of tests/cpu/helpers.py, never straight to pytest.skip
+    import re
+
+    from ..conftest import ROOT
+
+    found = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        text = path.read_text()
+        for m in re.finditer(r"except toolchain\.ToolMissing[^:]*:\n(?P<body>(?:[ \t]+.*\n)+)", text):
+            if "pytest.skip" in m.group("body"):
+                found.append(f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, m.start()) + 1}")
+    assert not found, found
+
+
 def test_make_test_requires_the_toolchain():
     # the CPU layer of `make test` (so CI's) and of `make test-cpu` (so
     # test-cu12's), as make would run them (-n: print only; STAMP= leaves

@@ -2,8 +2,12 @@
 
 Convention (docs/running-tests.md): every block is a complete program with
 its imports, data and launch, and runs as it is; a block whose first line
-is ``# fragment`` is only compiled; one whose first line is ``# gpu-only``
-runs only on a GPU (the GPU suite), not in the simulator.
+is ``# fragment`` is not run but type-checked: its statements become the
+body of a kernel whose parameters and locals are the names fragments use
+(:data:`FRAME`), compiled for sm_90a (:func:`compile_fragment`: a misspelled
+intrinsic, a wrong keyword or a wrong argument type fails); one whose first
+line is ``# gpu-only`` runs only on a GPU (the GPU suite), not in the
+simulator.
 
 Run as a script (``python -m tests.docs.docblocks FILE``) it executes the
 runnable blocks of FILE, each in a fresh namespace, and prints one JSON
@@ -12,6 +16,8 @@ line per block: its line, its kind, and the error if it failed.
 
 from __future__ import annotations
 
+import ast
+import builtins
 import json
 import linecache
 import os
@@ -67,6 +73,71 @@ def blocks(path: Path) -> list[Block]:
 
 def all_blocks() -> list[Block]:
     return [b for p in doc_files() for b in blocks(p)]
+
+
+# The names a ``# fragment`` may use without defining them, as a kernel
+# declares them: the parameters (with their Numba types) and the locals the
+# frame sets before the fragment's statements.  A fragment that uses another
+# name fails with that name (add it here, with its type).
+FRAME_PARAMS = {  # name: Numba type, as text
+    "X": "float32[:, ::1]",   # a global input matrix
+    "ntiles": "int32",        # a tile count
+    "r": "int32",             # a row of a shared tile
+    "q": "int32",             # a 16-byte chunk of that row
+}
+FRAME_LOCALS = {
+    "sh": "cuda.shared.array((8, 4, 4), np.float32)",  # a shared tile ring
+}
+FRAME_GLOBALS = ("ac", "cuda", "np")
+FRAGMENT_CC = (9, 0, "a")
+
+
+def fragment_source(source: str) -> str:
+    """The kernel that holds fragment ``source``: its statements (a bare
+    ``...`` as ``pass``) inside :data:`FRAME`'s parameters and locals."""
+    tree = ast.parse(source)
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    defined = {n.id for n in ast.walk(tree)
+               if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+    free = sorted(names - defined - set(FRAME_PARAMS) - set(FRAME_LOCALS)
+                  - set(FRAME_GLOBALS) - set(dir(builtins)))
+    if free:
+        raise NameError(f"the fragment uses {', '.join(free)}, which neither it nor the "
+                        "fragment frame defines (tests/docs/docblocks.py FRAME_PARAMS / "
+                        "FRAME_LOCALS)")
+
+    class _Pass(ast.NodeTransformer):  # `...` (the rest of the work) as `pass`
+        def visit_Expr(self, node):
+            if isinstance(node.value, ast.Constant) and node.value.value is Ellipsis:
+                return ast.copy_location(ast.Pass(), node)
+            return node
+
+    body = ast.unparse(ast.fix_missing_locations(_Pass().visit(tree)))
+    lines = [f"def fragment({', '.join(FRAME_PARAMS)}):"]
+    lines += [f"    {name} = {value}" for name, value in FRAME_LOCALS.items()]
+    lines += ["    " + line for line in body.splitlines()]
+    lines += ["    return"]
+    return "\n".join(lines) + "\n"
+
+
+def compile_fragment(block: Block) -> str:
+    """Type-check ``block`` (a ``# fragment``): compile it inside the frame
+    for sm_90a and return the PTX.  A Numba ``TypingError`` (an unknown
+    intrinsic, keyword or argument type) or a ``NameError`` propagates."""
+    import numba
+    import numpy as np
+    from numba import cuda
+
+    import numba_asynccopy as ac
+
+    src = fragment_source(block.source)
+    name = f"<fragment {block.name}>"
+    linecache.cache[name] = (len(src), None, src.splitlines(True), name)
+    g = {"ac": ac, "cuda": cuda, "np": np}
+    exec(compile(src, name, "exec"), g)
+    sig = tuple(eval(t, {"__builtins__": {}}, vars(numba.types)) for t in FRAME_PARAMS.values())
+    ptx, _ = cuda.compile_ptx(g["fragment"], sig, cc=FRAGMENT_CC)
+    return ptx
 
 
 def run_file(path: Path, gpu: bool) -> list[dict]:

@@ -155,15 +155,16 @@ def test_cache_policy_and_prefetch_copy_exactly():
 def test_staged_copy_example():
     from numba_asynccopy.examples.staged_copy import SIGNATURE, make_staged_copy, tile_words
 
-    # the simulator runs every thread in Python: fewer tiles there, still
-    # more tiles than blocks x stages so the ring wraps
-    tiles = (20, 30) if ac.sim.ENABLED else (50, 90)
+    # more tiles than blocks x stages (4 at most), so the ring wraps; the
+    # simulator runs every thread in Python: two blocks and fewer tiles there
+    blocks, tiles = (2, (9, 12)) if ac.sim.ENABLED else (7, (50, 90))
+    assert tiles[0] > blocks * 4
     for stages, chunk in ((2, 16), (4, 8), (3, 4)):
         n = tile_words(chunk, 128) * int(rng.integers(*tiles))
         src = rng.integers(0, 2**32, n, dtype=np.uint32)
         dst = cuda.to_device(poisoned(src))
         kernel = cuda.jit(SIGNATURE)(make_staged_copy(stages, chunk, 128))
-        kernel[7, 128](cuda.to_device(src), dst)
+        kernel[blocks, 128](cuda.to_device(src), dst)
         np.testing.assert_array_equal(dst.copy_to_host(), src)
 
 

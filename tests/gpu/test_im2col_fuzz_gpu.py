@@ -23,19 +23,18 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import pytest
-from numba import cuda
 
 from numba_asynccopy.host import im2col as ic
 from numba_asynccopy.host import tensor_map as tm
 
 from ..conftest import skip_on_sim
+from ..map_fuzz import (DTYPES, assert_agree, device_base, driver_enums, itemsize_of,
+                        seeded_specs, typestr)
 
 pytestmark = pytest.mark.gpu
 
 SEED = 20261201
 N_RANDOM = 600
-DTYPES = ["uint8", "int8", "uint16", "int16", "int32", "uint32", "int64", "uint64",
-          "float16", "float32", "float64", "bfloat16"]
 
 
 @dataclass(frozen=True)
@@ -58,7 +57,7 @@ class Spec:
 
     @property
     def itemsize(self) -> int:
-        return 2 if self.dtype == "bfloat16" else np.dtype(self.dtype).itemsize
+        return itemsize_of(self.dtype)
 
     @property
     def rank(self) -> int:
@@ -77,7 +76,7 @@ class Spec:
 
 def random_spec(rng: np.random.Generator) -> Spec:
     dtype = str(rng.choice(DTYPES))
-    isz = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
+    isz = itemsize_of(dtype)
     rank = int(rng.integers(3, 6))
     swizzle = [None, None, 32, 64, 128][int(rng.integers(5))]
     span = min(swizzle or 256 * isz, 256 * isz)
@@ -185,8 +184,7 @@ def broken(spec: Spec, rng: np.random.Generator) -> Spec:
 
 
 def validator_says(spec: Spec, base: int) -> str | None:
-    typestr = np.dtype("uint16" if spec.dtype == "bfloat16" else spec.dtype).str
-    interface = {"shape": spec.shape, "typestr": typestr, "data": (base + spec.offset, False),
+    interface = {"shape": spec.shape, "typestr": typestr(spec.dtype), "data": (base + spec.offset, False),
                  "strides": spec.strides(), "version": 3}
     try:
         ic.describe_im2col(interface, channels_per_pixel=spec.cpp, pixels_per_column=spec.ppc,
@@ -213,10 +211,7 @@ def driver_says(spec: Spec, base: int) -> str | None:
             list(reversed(spec.lower)) or [0], list(reversed(spec.upper)) or [0],
             spec.cpp, spec.ppc,
             [u32(e) for e in reversed(spec.es)],
-            driver.CUtensorMapInterleave(0),
-            driver.CUtensorMapSwizzle(tm.SWIZZLE_CODES[spec.swizzle]),
-            driver.CUtensorMapL2promotion(tm.L2_CODES[spec.l2_promotion]),
-            driver.CUtensorMapFloatOOBfill(tm.OOB_CODES[spec.oob_fill]),
+            *driver_enums(driver, spec),  # no interleave
         )
     except (ValueError, OverflowError, TypeError) as e:
         return f"binding refused: {e}"
@@ -224,12 +219,7 @@ def driver_says(spec: Spec, base: int) -> str | None:
 
 
 def all_specs() -> list[Spec]:
-    rng = np.random.default_rng(SEED)
-    out = []
-    for _ in range(N_RANDOM):
-        spec = random_spec(rng)
-        out.append(broken(spec, rng) if rng.random() < 0.5 else spec)
-    return out
+    return seeded_specs(SEED, N_RANDOM, random_spec, broken)
 
 
 def test_random_specs_follow_the_documented_rules_when_unbroken():
@@ -242,24 +232,11 @@ def test_random_specs_follow_the_documented_rules_when_unbroken():
 
 @skip_on_sim("calls the CUDA driver's cuTensorMapEncodeIm2col on a real device")
 def test_validator_and_driver_agree():
-    dev = cuda.get_current_device()
-    if dev.compute_capability < (9, 0):
-        pytest.skip("tensor maps need sm_90")
-    buf = cuda.device_array(1 << 16, np.uint8)
-    base = -(-buf.device_ctypes_pointer.value // 1024) * 1024
+    base, _buf = device_base()
     specs = all_specs()
-    rows, disagreements = [], []
-    for spec in specs:
-        v, d = validator_says(spec, base), driver_says(spec, base)
-        rows.append(dict(asdict(spec), validator=v, driver=d))
-        if (v is None) != (d is None):
-            disagreements.append(f"{spec}\n    validator: {v or 'accepts'}\n    driver: "
-                                 f"{d or 'encodes it'}")
+    verdicts = [(validator_says(spec, base), driver_says(spec, base)) for spec in specs]
     if os.environ.get("IM2COL_FUZZ_DUMP"):
         with open(os.environ["IM2COL_FUZZ_DUMP"], "w") as f:
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
-    accepted = sum(r["validator"] is None for r in rows)
-    assert not disagreements, (f"{len(disagreements)} of {len(specs)} descriptions disagree:\n"
-                               + "\n".join(disagreements[:40]))
-    assert accepted >= 150 and len(rows) - accepted >= 150, accepted
+            for spec, (v, d) in zip(specs, verdicts):
+                f.write(json.dumps(dict(asdict(spec), validator=v, driver=d)) + "\n")
+    assert_agree(specs, verdicts, least=150)

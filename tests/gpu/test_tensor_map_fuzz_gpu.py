@@ -27,13 +27,13 @@ from numba import cuda
 from numba_asynccopy.host import tensor_map as tm
 
 from ..conftest import skip_on_sim
+from ..map_fuzz import (DTYPES, assert_agree, device_base, driver_enums, itemsize_of,
+                        seeded_specs, typestr)
 
 pytestmark = pytest.mark.gpu
 
 SEED = 20261130
 N_RANDOM = 500
-DTYPES = ["uint8", "int8", "uint16", "int16", "int32", "uint32", "int64", "uint64",
-          "float16", "float32", "float64", "bfloat16"]
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class Spec:
 
     @property
     def itemsize(self) -> int:
-        return 2 if self.dtype == "bfloat16" else np.dtype(self.dtype).itemsize
+        return itemsize_of(self.dtype)
 
     @property
     def rank(self) -> int:
@@ -75,7 +75,7 @@ def c_strides(global_dim, itemsize, align, rng=None) -> tuple[int, ...]:
 def random_spec(rng: np.random.Generator) -> Spec:
     """A description that follows every documented rule."""
     dtype = str(rng.choice(DTYPES))
-    isz = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
+    isz = itemsize_of(dtype)
     interleave = [None] * 6 + [16, 32]
     interleave = interleave[int(rng.integers(len(interleave)))]
     rank = int(rng.integers(4, 6)) if interleave else int(rng.integers(1, 6))
@@ -235,9 +235,8 @@ def named_specs() -> list[Spec]:
 def validator_says(spec: Spec, base: int, max_box: int) -> str | None:
     """None when ``describe`` accepts the description, else its message."""
     rank = spec.rank
-    typestr = np.dtype("uint16" if spec.dtype == "bfloat16" else spec.dtype).str
     strides = tuple(reversed(spec.global_strides)) + (spec.itemsize,) if rank else ()
-    interface = {"shape": tuple(reversed(spec.global_dim)), "typestr": typestr,
+    interface = {"shape": tuple(reversed(spec.global_dim)), "typestr": typestr(spec.dtype),
                  "data": (base + spec.offset, False), "strides": strides, "version": 3}
     try:
         tm.describe(interface, tuple(reversed(spec.box_dim)), swizzle=spec.swizzle,
@@ -270,21 +269,13 @@ def _encode(driver, u64, u32, code, spec: Spec, base: int) -> str | None:
         [u64(s) for s in spec.global_strides] or [u64(0)],  # never a NULL pointer
         [u32(b) for b in spec.box_dim],
         [u32(e) for e in spec.element_strides],
-        driver.CUtensorMapInterleave(tm.INTERLEAVE_CODES[spec.interleave]),
-        driver.CUtensorMapSwizzle(tm.SWIZZLE_CODES[spec.swizzle]),
-        driver.CUtensorMapL2promotion(tm.L2_CODES[spec.l2_promotion]),
-        driver.CUtensorMapFloatOOBfill(tm.OOB_CODES[spec.oob_fill]),
+        *driver_enums(driver, spec, spec.interleave),
     )
     return None if err == driver.CUresult.CUDA_SUCCESS else repr(err)
 
 
 def all_specs() -> list[Spec]:
-    rng = np.random.default_rng(SEED)
-    out = named_specs()
-    for _ in range(N_RANDOM):
-        spec = random_spec(rng)
-        out.append(broken(spec, rng) if rng.random() < 0.5 else spec)
-    return out
+    return seeded_specs(SEED, N_RANDOM, random_spec, broken, named_specs())
 
 
 def test_random_specs_follow_the_documented_rules_when_unbroken():
@@ -297,21 +288,8 @@ def test_random_specs_follow_the_documented_rules_when_unbroken():
 
 @skip_on_sim("calls the CUDA driver's cuTensorMapEncodeTiled on a real device")
 def test_validator_and_driver_agree():
-    dev = cuda.get_current_device()
-    if dev.compute_capability < (9, 0):
-        pytest.skip("tensor maps need sm_90")
-    max_box = int(dev.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
-    buf = cuda.device_array(1 << 16, np.uint8)  # a real device address to describe
-    base = -(-buf.device_ctypes_pointer.value // 1024) * 1024
+    base, _buf = device_base()
+    max_box = int(cuda.get_current_device().MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
     specs = all_specs()
-    accepted = rejected = 0
-    disagreements = []
-    for spec in specs:
-        v, d = validator_says(spec, base, max_box), driver_says(spec, base)
-        if (v is None) != (d is None):
-            disagreements.append(f"{spec}\n    validator: {v or 'accepts'}\n    driver: {d or 'encodes it'}")
-        accepted += v is None
-        rejected += v is not None
-    assert not disagreements, (f"{len(disagreements)} of {len(specs)} descriptions disagree:\n"
-                               + "\n".join(disagreements[:40]))
-    assert accepted >= 100 and rejected >= 100, (accepted, rejected)
+    verdicts = [(validator_says(spec, base, max_box), driver_says(spec, base)) for spec in specs]
+    assert_agree(specs, verdicts, least=100)
