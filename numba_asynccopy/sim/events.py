@@ -71,5 +71,9 @@ class Events:
 
 
 #: process-wide events: ``"phase_complete"`` (a Barrier), ``"block_exit"``
-#: (a BlockState, before its barriers' transaction bytes are checked)
+#: (a BlockState, before its barriers' transaction bytes are checked),
+#: ``"arrive"`` (a Barrier the calling thread arrives on, the api), ``"copy_tracked"``
+#: (an AsyncOp in flight and the Barrier it completes on), ``"block_barrier"``
+#: (the grid point of a block whose ``cuda.syncthreads()`` completed),
+#: ``"blocks_freed"`` (the grid points of a cluster's blocks, their shared memory gone)
 EVENTS = Events()

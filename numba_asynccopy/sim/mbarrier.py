@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import mbarrier as _dev
 from . import _runtime as rt
+from . import visibility as _vis
 from ._mirror import mirrors
 from .cluster import _arrive_remote, _expect_tx_remote
 from .cp_async import Groups
@@ -204,6 +205,7 @@ def _blocking(api: str, bar, value, parity: bool) -> None:
         done = _done_fn(b, blk, parity, value)
         done.line = line
         blk.block_until(done, _deadlock(api, b, parity, value, line, blk))
+        _vis.waited()
 
 
 def _poll(api: str, bar, value, parity: bool, blocking: bool) -> bool:
@@ -219,15 +221,18 @@ def _poll(api: str, bar, value, parity: bool, blocking: bool) -> bool:
         done.line = line
         if done():
             th.slot(Spin).last = None
+            _vis.waited()
             return True
         key = (line, b.addr, b.phase, bool(parity), int(value))  # a spin loop repeats the call site
         fail = _deadlock(api, b, parity, value, line, blk)
         if th.slot(Spin).last == (key, blk.progress):
             blk.block_until(done, fail)  # raises on a deadlock
             th.slot(Spin).last = None
+            _vis.waited()
             return True
         if blocking and blk.block_until(done, lambda: None):
             th.slot(Spin).last = None
+            _vis.waited()
             return True
         th.slot(Spin).last = (key, blk.progress)
         return False
@@ -291,6 +296,7 @@ def cp_async_mbarrier_arrive(bar, noinc=False):
         if not flag:
             bb.pending += 1  # the increment that makes the arrival net zero
         copies = th.slot(Groups).pending()
+        _vis.tracked_by(copies, bb)  # the phase this arrival completes publishes them
         if not copies:
             bb.arrive(blk, 1, api)
             return
