@@ -1,6 +1,10 @@
-"""Races the simulator names: shared-memory bytes written by ordinary
-stores, then read by the async proxy (a bulk or TMA store) with no
-fence_proxy_async between."""
+"""Races the simulator names, each buggy kernel beside its correct twin
+(run under several interleaving seeds): shared-memory bytes written by
+ordinary stores, then read by the async proxy (a bulk or TMA store) with no
+fence_proxy_async between; a tile cp.async brought, read by other threads
+after only the writer's wait_group; another CTA's DSMEM store read by the
+owner with no cluster barrier or mbarrier handshake between; a slot
+released without waiting for its fill (a ring by hand, and ac.pipeline)."""
 
 from __future__ import annotations
 
@@ -290,3 +294,50 @@ def test_ring_with_waits(interleaving):
     a, tmap, out = _ring()
     ring_by_hand[1, 64](tmap, out, 1)
     np.testing.assert_array_equal(out, a)
+
+
+# --- the same through ac.pipeline: consumer_release names the missing consumer_wait ------
+
+P_STAGES, P_CONS = 2, 32
+
+
+@cuda.jit
+def pipeline_ring(src, out, ntiles, wait):
+    bars = cuda.shared.array((2, P_STAGES), np.uint64)
+    ring = cuda.shared.array((P_STAGES, 64), np.float32, alignment=128)
+    pipe = ac.pipeline.tma_pipeline(bars, P_STAGES, consumers=P_CONS)
+    ac.pipeline.init(pipe)
+    tid = cuda.threadIdx.x
+    if tid == 0:
+        st = ac.pipeline.producer_start(pipe)
+        for t in range(ntiles):
+            ac.pipeline.producer_acquire(pipe, st)
+            ac.pipeline.copy_bulk(pipe, st, ring[st.slot], src[64 * t:64 * t + 64])
+            ac.pipeline.producer_commit(pipe, st)
+            st = ac.pipeline.advance(pipe, st)
+    elif tid >= 32:
+        st = ac.pipeline.consumer_start(pipe)
+        for t in range(ntiles):
+            if wait:  # BUG when 0: the slot is read and released without its wait
+                ac.pipeline.consumer_wait(pipe, st)
+            out[t, tid - 32] = ring[st.slot, tid - 32]
+            ac.pipeline.consumer_release(pipe, st)
+            st = ac.pipeline.advance(pipe, st)
+
+
+@pytest.mark.parametrize("ntiles", [1, 4], ids=["one_tile", "several_tiles"])
+def test_pipeline_release_without_wait_is_named(ntiles, interleaving):
+    src = np.arange(64 * ntiles, dtype=np.float32)
+    with pytest.raises(ac.sim.SimulatorError,
+                       match=r"pipeline consumer_release: slot 0 \(step 0, phase 0\) of a tma "
+                             r"pipeline \(2 stages, 1 copy per stage, 32 consumers\): "
+                             r"consumer_release without a consumer_wait of this state"):
+        pipeline_ring[1, 64](src, np.zeros((ntiles, 32), np.float32), ntiles, 0)
+
+
+@pytest.mark.parametrize("ntiles", [1, 4], ids=["one_tile", "several_tiles"])
+def test_pipeline_release_after_wait(ntiles, interleaving):
+    src = np.random.default_rng(4).standard_normal(64 * ntiles).astype(np.float32)
+    out = np.zeros((ntiles, 32), np.float32)
+    pipeline_ring[1, 64](src, out, ntiles, 1)
+    np.testing.assert_array_equal(out, src.reshape(ntiles, 64)[:, :32])
