@@ -40,14 +40,19 @@ import numpy as np
 from . import _numba_sim_internals as _nbsim
 from .errors import SIM_PREFIX, SimulatorError, caller_line, where
 from .events import EVENTS
-from .schedule import eager
+from .schedule import POISON_BYTE, eager
 
 _get = np.ndarray.__getitem__
+_POISON = {n: bytes([POISON_BYTE]) * n for n in (1, 2, 4, 8, 16)}  # an element in flight
 
 
 class _Flag:
-    """How many allocations have a shadow: the one test an unwatched read pays."""
+    """How many allocations have a shadow (the one test an unwatched read
+    pays), and how many of the writes hold data (``real``: landed copies,
+    DSMEM stores); the others are copies in flight, whose bytes are poison,
+    so while there are none of the former only a poison-valued read needs a look."""
     n = 0
+    real = 0
 
 
 FLAG = _Flag()
@@ -66,7 +71,8 @@ class SharedArray(np.ndarray):
 
     def __getitem__(self, idx):
         out = _get(self, idx)
-        if FLAG.n and not isinstance(out, np.ndarray):
+        if FLAG.n and not isinstance(out, np.ndarray) and (
+                FLAG.real or out.tobytes() == _POISON.get(out.itemsize)):
             check_read(self, idx)
         return out
 
@@ -119,6 +125,7 @@ def _shadow_of(addr: int, create: bool) -> _Shadow | None:
     sh = _SHADOWS.get(start)
     if sh is not None and sh.arr is not arr:  # a freed allocation's: stale
         del _SHADOWS[start]
+        FLAG.real -= sum(w.kind in _REAL for w in sh.writes.values())
         sh = None
     if sh is None and create:
         sh = _SHADOWS[start] = _Shadow(arr, block, key)
@@ -127,6 +134,9 @@ def _shadow_of(addr: int, create: bool) -> _Shadow | None:
 
 
 def _byte_offsets(v: np.ndarray, start: int) -> np.ndarray:
+    base = _nbsim.address(v) - start
+    if v.flags.c_contiguous:  # a chunk, a row: one run of bytes
+        return np.arange(base, base + v.nbytes, dtype=np.int64)
     idx = np.indices(v.shape).reshape(v.ndim, -1)
     starts = _nbsim.address(v) + (idx * np.asarray(v.strides)[:, None]).sum(0)
     return ((starts[:, None] + np.arange(v.itemsize)).reshape(-1) - start).astype(np.int64)
@@ -151,8 +161,17 @@ def _add(kind: str, writer, site: str, views, byte_offsets=None, alloc_addr=None
     return out
 
 
+_REAL = ("landed", "dsmem")
+
+
+def _set_kind(w: _Write, kind: str) -> None:
+    FLAG.real += (kind in _REAL) - (w.kind in _REAL)
+    w.kind = kind
+
+
 def _mark(kind, writer, site, offs, sh) -> _Write:
     w = _Write(kind, writer, site, offs, sh)
+    FLAG.real += kind in _REAL
     sh.writes[w.id] = w
     sh.ids[offs] = w.id
     return w
@@ -162,6 +181,7 @@ def _drop(w: _Write) -> None:
     sh = w.shadow
     if sh.writes.pop(w.id, None) is None:
         return
+    FLAG.real -= w.kind in _REAL
     mine = w.offs[sh.ids[w.offs] == w.id]
     sh.ids[mine] = 0
     if not sh.writes:
@@ -189,33 +209,36 @@ def check_read(view: SharedArray, idx) -> None:
     :class:`SimulatorError` naming the reader, the writer, the line of the
     write and the missing barrier.  A read of the destination of a bulk or
     TMA copy in flight reads poison, and is remembered for :func:`released`."""
-    t = threading.current_thread()
-    mgr = _nbsim.block_manager(t)
-    cl = getattr(mgr, "_ac_cluster", None) if mgr is not None else None
-    if cl is None:
-        return
     d = view.__dict__
     loc = d.get("_ac_loc")
     if loc is None:
-        addr = _nbsim.address(view)
-        hit = _nbsim.shared_allocation(addr)
+        hit = _nbsim.shared_allocation(_nbsim.address(view))
         if hit is None:
             return
         loc = d["_ac_loc"] = (_nbsim.address(hit[3]), hit[2])
-    start, off0 = loc
+    start, o = loc
     sh = _SHADOWS.get(start)
     if sh is None:
         return
-    t_idx = idx if isinstance(idx, tuple) else (idx,)
-    o = off0
+    t_idx = idx if type(idx) is tuple else (idx,)
     try:
         for i, n, s in zip(t_idx, view.shape, view.strides):
             o += (int(i) % n) * s
     except TypeError:
         return  # not plain integer indices (a mask, Ellipsis): not checked
     ids = sh.ids
-    if not ids[o] and not ids[o + view.itemsize - 1]:
+    first, last = ids.item(o), ids.item(o + view.itemsize - 1)
+    if not first and not last:
         return  # writes cover whole elements: neither end written, none of it
+    t = threading.current_thread()
+    if first == last:
+        w = sh.writes.get(first)
+        if w is not None and w.writer is t and w.kind in ("flight", "landed"):
+            return  # this thread's own copy (in flight: poison, as before)
+    mgr = _nbsim.block_manager(t)
+    cl = getattr(mgr, "_ac_cluster", None) if mgr is not None else None
+    if cl is None:
+        return
     with cl.lock:
         ids = sh.ids[o:o + view.itemsize]
         for k in set(ids[ids != 0].tolist()):
@@ -302,7 +325,8 @@ def copy_issued(op, views, site: str) -> None:
             if by is None or w.shadow.writes.get(w.id) is not w:
                 _drop(w)  # landed by a barrier's phase: its waiters see it
             else:
-                w.kind, w.waited_at = "landed", f"that thread's {by}"
+                _set_kind(w, "landed")
+                w.waited_at = f"that thread's {by}"
 
     op.then.append(landed)
 
@@ -500,3 +524,4 @@ def _freed(points) -> None:
         if sh.block in pts:
             del _SHADOWS[start]
     _set_flag()
+    FLAG.real = sum(w.kind in _REAL for sh in _SHADOWS.values() for w in sh.writes.values())
