@@ -173,10 +173,13 @@ def _deadlock(api: str, b: rt.Barrier, parity: bool, value, line: str, blk: rt.B
         # every arrival in, bytes missing: no blocked thread can bring them
         starved = (f" (starved: every arrival is in but {tx} announced transaction bytes "
                    "never come)") if pend == 0 and tx > 0 else ""
+        eager_ = _vis.arrived_without_wait(blk, only=b.name())
+        ahead = (f" ({eager_}: the slot was released without a wait, and its releases ran "
+                 "phases ahead)") if eager_ and b.phase > 1 else ""
         err = rt.deadlock(blk,
             f"{rt.SIM_PREFIX}{api}: deadlock: every thread of the block is blocked, and "
             f"{b.name()} can never complete {_what(b, parity, value)}; it is in "
-            f"{b.report()}{starved}; waiting at {line} {rt.where()}")
+            f"{b.report()}{starved}{ahead}; waiting at {line} {rt.where()}")
         # the launch's DeadlockError puts a root cause first (sim/engine.py)
         err.root_cause = bool(starved)
         raise err

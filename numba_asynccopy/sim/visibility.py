@@ -410,15 +410,20 @@ def released_while_in_flight(op, blk) -> str | None:
     for w in _all_writes():
         if w.op is op and w.released:
             return f"{w.released} while it was in flight"
+    return arrived_without_wait(blk, other_than=op.barrier.name() if op.barrier else None)
+
+
+def arrived_without_wait(blk, only: str | None = None, other_than: str | None = None) -> str | None:
+    """The threads of ``blk`` that arrived on a barrier (``only`` that one, or any
+    but ``other_than``) without ever completing an mbarrier wait, for messages."""
     from .errors import _ids
 
-    own = op.barrier.name() if op.barrier is not None else None
     by: dict = {}
     for t in _nbsim.block_threads(blk.mgr):
         if t.__dict__.get("_ac_waited"):
             continue
         for name, line in t.__dict__.get("_ac_arrivals", {}).items():
-            if name != own:
+            if name != other_than and (only is None or name == only):
                 by.setdefault((name, line), []).append(t)
                 break
     if not by:
