@@ -53,6 +53,14 @@ warp shuffles, votes and matches (``cuda.shfl_*_sync``, ``cuda.*_sync``,
 thread stops on an error of its own, that error is raised, not the
 deadlock the other threads then run into.
 
+Ordinary element reads of shared memory are seen too (``sim/visibility.py``):
+a thread reading what another thread's ``cp_async`` brought, after only that
+thread's ``wait_group`` and no barrier, or what another CTA stored with
+``dsmem_store`` with no cluster barrier or mbarrier handshake between, is a
+:class:`SimulatorError` naming the writer, its line and the missing barrier;
+a consumer that reads a tile in flight and releases its slot without the
+wait is told the slot was released without a wait.
+
 Barriers keep exact phase, arrival and transaction-byte counts.  A wait
 that can never be satisfied (every thread of the cluster blocked) raises
 :class:`DeadlockError` naming every blocked wait: the barrier, the CTA that
@@ -85,6 +93,7 @@ from ..host import launch as _host_launch
 from . import _numba_sim_internals as _nbsim
 from . import engine as _engine
 from . import fence as _fence_twins
+from . import visibility as _visibility
 from . import warp as _warp
 from ._runtime import (
     POISON_BYTE,
@@ -198,7 +207,7 @@ def install() -> None:
     memory holds :data:`POISON_BYTE`.  Idempotent."""
     from numba.cuda.simulator import kernelapi
 
-    _nbsim.install(POISON_BYTE, _engine.block_run)
+    _nbsim.install(POISON_BYTE, _engine.block_run, _visibility.SharedArray)
     _host_launch.use_simulated_launch(_engine.launch)
     if not hasattr(kernelapi.FakeCUDAModule, "syncwarp"):  # numba-cuda's simulator lacks it
         kernelapi.FakeCUDAModule.syncwarp = staticmethod(_fence_twins._syncwarp)

@@ -11,6 +11,7 @@ what the simulator does).
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any, Callable, TypeVar
 
@@ -74,8 +75,29 @@ def mirrors(device: Any, note: str = "") -> Callable[[F], F]:
         doc = inspect.cleandoc(fn.__doc__ or "")
         sim = f"In the CUDA simulator (numba_asynccopy.sim): {note}" if note else (
             "In the CUDA simulator (numba_asynccopy.sim): same contract, same messages.")
-        twin.__doc__ = f"{doc}\n\n{sim}" if doc else sim
-        twin.__mirrors__ = device  # type: ignore[attr-defined]
-        return twin
+
+        @functools.wraps(twin)
+        def call(*args, **kwargs):
+            try:
+                return twin(*args, **kwargs)
+            except TypeError:
+                _refuse_binding(name, got, args, kwargs)
+                raise
+
+        call.__doc__ = f"{doc}\n\n{sim}" if doc else sim
+        call.__mirrors__ = device  # type: ignore[attr-defined]
+        return call  # type: ignore[return-value]
 
     return declare
+
+
+def _refuse_binding(name: str, sig: inspect.Signature, args: tuple, kwargs: dict) -> None:
+    """A call its signature refuses (an unknown keyword, an argument left
+    out, one too many) is the device typing's ``TypingError``, in its words
+    (``_compat``: ``"{name}: {the binding error}"``), not Python's."""
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError as e:
+        from .._compat import TypingError
+
+        raise TypingError(f"{name}: {e}") from None

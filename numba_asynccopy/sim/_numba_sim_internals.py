@@ -224,18 +224,20 @@ def _validate_alignment(alignment) -> None:
 # --- the patches ----------------------------------------------------------------
 
 
-def install(poison_byte: int, run_cluster: Any) -> None:
+def install(poison_byte: int, run_cluster: Any, array_type: type = np.ndarray) -> None:
     """Teach numba-cuda's simulator what the kernels need: ``alignment=`` on
     shared/local arrays (uninitialised shared memory holds ``poison_byte``;
     each block has its own), a registry of shared/local address ranges (for
     the address-space rules and DSMEM), a list of each block's threads, and
     the event-driven launch loop ``run_cluster(manager, grid_point, *args)``
     of ``sim/engine.py`` (a cluster's blocks together; a finished block
-    calls its ``_ac_block`` state's ``at_exit``).  Idempotent.
+    calls its ``_ac_block`` state's ``at_exit``); shared arrays are
+    ``array_type`` views (``sim/visibility.py``: element reads checked).
+    Idempotent.
 
     Example::
 
-        install(0xFF, engine.block_run)   # once, before the first simulated launch
+        install(0xFF, engine.block_run, SharedArray)   # once, before the first launch
     """
     from numba.core import types
     from numba.cuda.np import numpy_support
@@ -273,7 +275,7 @@ def install(poison_byte: int, run_cluster: Any) -> None:
                 res[...] = 0
                 label = "dynamic shared memory"
             else:
-                res = _aligned_empty(shape, dtype, alignment, keep)
+                res = _aligned_empty(shape, dtype, alignment, keep).view(array_type)
                 res.view(np.uint8)[...] = poison_byte  # uninitialised shared memory
                 label = f"shared array allocated at {key[0]}:{key[1]}"
             self._allocations[(block, key)] = res
@@ -292,7 +294,7 @@ def install(poison_byte: int, run_cluster: Any) -> None:
         if shape == 0:
             dyn = shared_get(self, blk, "dynamic", None, None, None)
             count = self._dynshared_size // dtype.itemsize
-            return np.frombuffer(dyn.data, dtype=dtype, count=count)
+            return np.frombuffer(dyn.data, dtype=dtype, count=count).view(array_type)
         f = sys._getframe(1)
         caller = (f.f_code.co_filename, f.f_lineno)
         return shared_get(self, blk, caller, shape, dtype, alignment)

@@ -41,10 +41,14 @@ from .. import cluster as _dev
 from . import _numba_sim_internals as _nbsim
 from . import _runtime as rt
 from . import cp_async as _cp
+from . import visibility as _vis
+from . import _mirror
 from ._mirror import mirrors
 from .engine import current_cluster
 from .fence import _converge
 
+
+_MIRROR_FILE = _mirror.__file__
 
 # --- per-cluster state ---------------------------------------------------------------
 
@@ -79,6 +83,7 @@ class _ClusterState:
             self.check_reads()
             self.published[g] = {p: _snapshot(p) for p in cl.points
                                  if p not in self.relaxed and p not in cl.exited}
+            _vis.cluster_barrier(g, set(self.published[g]), cl.points)
             self.published.pop(g - 2, None)
             self.arrived = set()
             self.relaxed = set()
@@ -106,6 +111,7 @@ class _ClusterState:
         ``reader`` sees ``owner``'s memory, and ``owner``'s earlier reads of
         ``reader``'s memory are ordered before ``reader``'s later writes."""
         self.views[(reader, owner)] = _snapshot(owner)
+        _vis.mbarrier_published(reader, owner)  # owner's stores into reader, visible there
         self.reads = [r for r in self.reads if not (r[0] == owner and r[1] == reader)]
 
     def check_reads(self, only: tuple | None = None) -> None:
@@ -289,7 +295,10 @@ def cluster_dims(x, y=1, z=1, *, non_portable=False):
     rt.validate(_dev.cluster_dims, x, y, z, non_portable=non_portable)
     dims = (int(x), int(y), int(z))
     cl = _launch()
-    caller = sys._getframe(1).f_code
+    f = sys._getframe(1)
+    while f.f_code.co_filename == _MIRROR_FILE:  # the twin's call wrapper (sim/_mirror.py)
+        f = f.f_back
+    caller = f.f_code
     kfn = cl.launch.kernel_fn
     if getattr(kfn, "__code__", None) is not caller:
         raise rt.SimulatorError(
@@ -345,6 +354,7 @@ def _wait(api: str) -> None:
         cl.wait_until(passed, stuck)
         th.cbar = None
         st.acquire(me, g)
+        _vis.cluster_waited(th, g)
 
 
 @mirrors(_dev.cluster_arrive, "``sem='release'`` publishes this CTA's shared memory to the CTAs "
@@ -451,8 +461,22 @@ def _note_written(st, me, owner, key, offsets, itemsize: int) -> None:
         seen[o:o + itemsize] = now[o:o + itemsize]
 
 
-def _note_own_write(st, me, owner, key, v, off, idx) -> None:
-    _note_written(st, me, owner, key, [_elem_offset(v, off, idx)], v.itemsize)
+def _note_own_write(st, me, owner, key, v, off, idx, api: str) -> None:
+    o = _elem_offset(v, off, idx)
+    _note_written(st, me, owner, key, [o], v.itemsize)
+    _note_remote_store(st, me, owner, key, [o], v.itemsize, api)
+
+
+def _note_remote_store(st, me, owner, key, offsets, itemsize: int, api: str) -> None:
+    """A store into CTA ``owner``'s memory: unpublished to its threads until a
+    cluster barrier (or an mbarrier handshake) orders it before their reads."""
+    if owner == me:
+        return
+    cl = st.cl
+    t = threading.current_thread()
+    gen = cl.cbar_gen + (1 if t in st.arrived else 0)
+    site = (f"{api} by CTA {cl.rank_of(me)} at {rt.caller_line()} {rt.where()}")
+    _vis.remote_store(t, owner, key, offsets, itemsize, site, gen)
 
 
 @mirrors(_dev.dsmem_store)
@@ -462,7 +486,7 @@ def dsmem_store(view, rank, index, value):
     th, cl, st, me, owner, key, off, remote, idx = _dsmem(api, v, r, i)
     with cl.lock:
         remote[idx] = x
-        _note_own_write(st, me, owner, key, v, off, idx)
+        _note_own_write(st, me, owner, key, v, off, idx, api)
 
 
 @mirrors(_dev.dsmem_atomic_add)
@@ -475,7 +499,7 @@ def dsmem_atomic_add(view, rank, index, value):
         cell = np.array([old], v.dtype)
         cell += np.array([x]).astype(v.dtype)  # wraps as the hardware does
         remote[idx] = cell[0]
-        _note_own_write(st, me, owner, key, v, off, idx)
+        _note_own_write(st, me, owner, key, v, off, idx, api)
         return old
 
 
@@ -562,6 +586,7 @@ class RemoteView(np.ndarray):
                 offs = (rt.address(sub) - base
                         + (np.array(sub.strides)[:, None] * grid).sum(0)).tolist()
             _note_written(st, me, owner, key, offs, self.itemsize)
+            _note_remote_store(st, me, owner, key, offs, self.itemsize, api)
 
 
 # --- mbarrier operations on another CTA --------------------------------------------------

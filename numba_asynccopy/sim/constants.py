@@ -260,8 +260,10 @@ def runtime_value_violation(intrinsic: Any, targs: tuple, tkw: dict, args: tuple
         return None
     try:
         _type_at_run_time(intrinsic, new_args, new_kw)
-    except Exception:
-        return None  # refused with run-time types too: a compile-time error on the GPU
+    except Exception as e:
+        # refused with run-time types too: a compile-time error on the GPU, and
+        # where it asks for a constant, that is the error the GPU reports
+        return type(e)(str(e)) if getattr(e, "rule", None) is compile_time_constant else None
     if changed_names and all(n in _RANK_NAMES for n in changed_names):
         # a run-time rank: the twin checks it against *this* cluster, in
         # checked mode's words (the constant rule, 0..15, is the compiler's)

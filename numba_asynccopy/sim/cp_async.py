@@ -22,6 +22,7 @@ from ..cp_async import createpolicy_fractional as _dev_createpolicy_fractional
 from ..cp_async import wait_all as _dev_wait_all
 from ..cp_async import wait_group as _dev_wait_group
 from . import _runtime as rt
+from . import visibility as _vis
 from ._mirror import mirrors
 
 
@@ -124,12 +125,14 @@ def _check_landed_at_exit(blk) -> None:
         how = (f"a wait on {b.name()} for phase {b.phase}" if b is not None else
                "wait_group / wait_all in the issuing thread, or a wait on the barrier its "
                "cp_async_mbarrier_arrive arrives on")
+        released = _vis.released_while_in_flight(op, blk)
+        then = f"; {released}: the slot was released without a wait" if released else ""
         p = blk.point
         raise rt.SimulatorError(
             f"{rt.SIM_PREFIX}block ({p[0]},{p[1]},{p[2]}) exited with a copy still in flight: "
             f"{site} still writes {rt.describe_shared(rt.address(views[0]))} and nothing "
             f"waited for it ({how} is missing; a thread that released the slot or read the "
-            "data without that wait read it before it landed)")
+            f"data without that wait read it before it landed{then})")
 
 
 def _check_reuse(api: str, name: str, blk, views: list) -> None:
@@ -216,11 +219,13 @@ def cp_async(dst, src, chunk_bytes, *, cache=None, prefetch=None, src_size=None,
     with blk.cond:
         views = [dst for dst, _ in pieces]
         _check_reuse(api, "dst", blk, views)
+        site = f"{api} issued at {rt.caller_line()} {rt.where()}"
         if rt.eager():
             op.land()
         else:
             op.poison()
-            _track(blk, op, views, f"{api} issued at {rt.caller_line()} {rt.where()}")
+            _track(blk, op, views, site)
+        _vis.copy_issued(op, views, site)  # what other threads' reads may see of it
         th.slot(Groups).uncommitted.append(op)
         blk.changed()
 
@@ -237,11 +242,14 @@ def _commit(th) -> None:
     th.slot(Groups).commit()
 
 
-def _retire(th, blk, keep: int) -> None:
+def _retire(th, blk, keep: int, api: str = "wait_group") -> None:
     groups = th.slot(Groups).committed
+    line = f"{api} at {rt.caller_line()}"
     with blk.cond:
         while len(groups) > keep:
             for op in groups.pop(0):
+                if not op.landed:
+                    _vis.retiring(op, line)  # visible to this thread only, until a barrier
                 op.land()
         blk.changed()
 
@@ -259,7 +267,7 @@ def wait_all():
     th, blk = rt.current("wait_all")
     with blk.cond:
         _commit(th)
-        _retire(th, blk, 0)
+        _retire(th, blk, 0, "wait_all")
 
 
 @mirrors(

@@ -34,7 +34,7 @@ import numpy as np
 from ..host.launch import _WHAT, ClusterLaunchError, check_cluster_shape, check_grid
 from . import _numba_sim_internals as _nbsim
 from .errors import SIM_PREFIX, DeadlockError, SimulatorError, acting_as, acting_thread, where
-from .events import Events, Slots
+from .events import EVENTS, Events, Slots
 from .progress import Progress
 
 
@@ -321,6 +321,7 @@ class ClusterRun(Slots):
         if self.sync_count[blk] and self.sync_count[blk] >= self.block_live[blk]:
             self.sync_count[blk] = 0
             self.sync_gen[blk] += 1
+            EVENTS.emit("block_barrier", blk)  # what the block wrote is visible to it
             self.changed(self._sync_key(blk))
 
     # --- running ---------------------------------------------------------------------
@@ -457,7 +458,8 @@ def declared_cluster_dims(fn) -> tuple | None:
                     kw = {k.arg: eval(compile(ast.Expression(k.value), "<cluster_dims>", "eval"), env)
                           for k in node.keywords}
                     vals = [int(v) for v in vals] + [1] * (3 - len(vals))
-                    dims = (tuple(vals[:3]), bool(kw.get("non_portable", False)))
+                    if min(vals) >= 1:  # else the call itself refuses it, in the typing's words
+                        dims = (tuple(vals[:3]), bool(kw.get("non_portable", False)))
                     break
     except Exception:  # noqa: BLE001 - no source: the call itself reports it
         dims = None
@@ -519,6 +521,7 @@ def block_run(mgr, grid_point, *args) -> None:
             if blk is not None:
                 blk.at_exit(p)
     finally:
+        EVENTS.emit("blocks_freed", points)
         _nbsim.free_blocks(points)
     info.progress.blocks_done(len(points))
 

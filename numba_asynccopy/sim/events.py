@@ -75,8 +75,12 @@ class Events:
 #: (a BlockState, before its barriers' transaction bytes are checked),
 #: ``"async_write"`` (a block and an async-proxy copy that completed),
 #: ``"shared_write"`` (api, argument name, block, shared tile, its mbarrier's
-#: address or None, the swizzle, how: a copy into a shared tile issued) and
+#: address or None, the swizzle, how: a copy into a shared tile issued),
 #: ``"slot_release"`` (api, block, the slot's full-barrier address, where: a
-#: pipeline slot released); a subscriber may refuse the event with a
-#: violation, raised where it was emitted
+#: pipeline slot released), ``"arrive"`` (a Barrier the calling thread arrives on, the api), ``"copy_tracked"``
+#: (an AsyncOp in flight and the Barrier it completes on), ``"block_barrier"``
+#: (the grid point of a block whose ``cuda.syncthreads()`` completed),
+#: ``"blocks_freed"`` (the grid points of a cluster's blocks, their shared
+#: memory gone); a subscriber may refuse the event with a violation, raised
+#: where it was emitted
 EVENTS = Events()

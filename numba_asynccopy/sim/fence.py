@@ -13,11 +13,13 @@ lane fall a phase behind (a false deadlock).
 
 from __future__ import annotations
 
+import threading
 
 from .. import fence as _dev
 from . import _numba_sim_internals as _nbsim
 from . import _runtime as rt
 from . import proxy as _proxy
+from . import visibility as _vis
 from ._mirror import mirrors
 
 
@@ -214,3 +216,6 @@ def _syncwarp(mask=0xFFFFFFFF) -> None:
     if not 0 <= m <= 0xFFFFFFFF:
         raise rt.violation("cuda.syncwarp", f"`mask`={m} is not a 32-bit lane mask")
     _converge("cuda.syncwarp", "bar.warp.sync", m)
+    _th, blk = rt.current("cuda.syncwarp")
+    with blk.cond:  # bar.warp.sync orders memory among the lanes of the mask
+        _vis.warp_barrier(threading.current_thread(), m)

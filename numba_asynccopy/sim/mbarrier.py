@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import mbarrier as _dev
 from . import _runtime as rt
+from . import visibility as _vis
 from ._mirror import mirrors
 from .cluster import _arrive_remote, _expect_tx_remote
 from .cp_async import Groups
@@ -172,10 +173,13 @@ def _deadlock(api: str, b: rt.Barrier, parity: bool, value, line: str, blk: rt.B
         # every arrival in, bytes missing: no blocked thread can bring them
         starved = (f" (starved: every arrival is in but {tx} announced transaction bytes "
                    "never come)") if pend == 0 and tx > 0 else ""
+        eager_ = _vis.arrived_without_wait(blk, only=b.name())
+        ahead = (f" ({eager_}: the slot was released without a wait, and its releases ran "
+                 "phases ahead)") if eager_ and b.phase > 1 else ""
         err = rt.deadlock(blk,
             f"{rt.SIM_PREFIX}{api}: deadlock: every thread of the block is blocked, and "
             f"{b.name()} can never complete {_what(b, parity, value)}; it is in "
-            f"{b.report()}{starved}; waiting at {line} {rt.where()}")
+            f"{b.report()}{starved}{ahead}; waiting at {line} {rt.where()}")
         # the launch's DeadlockError puts a root cause first (sim/engine.py)
         err.root_cause = bool(starved)
         raise err
@@ -204,6 +208,7 @@ def _blocking(api: str, bar, value, parity: bool) -> None:
         done = _done_fn(b, blk, parity, value)
         done.line = line
         blk.block_until(done, _deadlock(api, b, parity, value, line, blk))
+        _vis.waited()
 
 
 def _poll(api: str, bar, value, parity: bool, blocking: bool) -> bool:
@@ -219,15 +224,18 @@ def _poll(api: str, bar, value, parity: bool, blocking: bool) -> bool:
         done.line = line
         if done():
             th.slot(Spin).last = None
+            _vis.waited()
             return True
         key = (line, b.addr, b.phase, bool(parity), int(value))  # a spin loop repeats the call site
         fail = _deadlock(api, b, parity, value, line, blk)
         if th.slot(Spin).last == (key, blk.progress):
             blk.block_until(done, fail)  # raises on a deadlock
             th.slot(Spin).last = None
+            _vis.waited()
             return True
         if blocking and blk.block_until(done, lambda: None):
             th.slot(Spin).last = None
+            _vis.waited()
             return True
         th.slot(Spin).last = (key, blk.progress)
         return False
@@ -291,6 +299,7 @@ def cp_async_mbarrier_arrive(bar, noinc=False):
         if not flag:
             bb.pending += 1  # the increment that makes the arrival net zero
         copies = th.slot(Groups).pending()
+        _vis.tracked_by(copies, bb)  # the phase this arrival completes publishes them
         if not copies:
             bb.arrive(blk, 1, api)
             return

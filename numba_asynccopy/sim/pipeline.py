@@ -224,6 +224,7 @@ def _blocking_wait(api: str, pipe, state, k: int, parity: int, side: str) -> Non
         done = _mb._done_fn(b, blk, True, parity)
         done.line = line
         blk.block_until(done, fail)
+        _mb._vis.waited()  # a completed wait (for the messages of sim/visibility.py)
 
 
 def _releases_by_cta(pipe, blk, empty) -> str:

@@ -37,6 +37,10 @@ DETECTIONS: tuple[tuple[str, str], ...] = (
     ("A peer CTA's barrier used before fence_mbarrier_init and a cluster barrier",
      "state.check_cluster_fenced"),
     ("A DSMEM read not ordered after the owner's write", "cluster._ClusterState.check_reads"),
+    ("A shared-memory element read of what another thread's cp.async wrote (in flight, or "
+     "retired only by that thread's wait_group) or another CTA's DSMEM store wrote, with no "
+     "barrier between", "visibility.check_read"),
+    ("A slot released (an mbarrier arrival) without waiting for its fill", "visibility.released"),
     ("Warp convergence of elect_sync, syncwarp and the .aligned forms: a lane outside the mask, "
      "lanes meeting with different masks, a lane that never comes", "fence.meet"),
     ("Warp shuffles, votes and matches with the GPU's mask rules", "warp"),
@@ -52,9 +56,16 @@ DETECTIONS: tuple[tuple[str, str], ...] = (
 
 #: what the simulator cannot detect
 BLIND_SPOTS: tuple[str, ...] = (
-    "Data races between ordinary loads and stores of different threads (shared or global "
-    "memory) without a barrier: the simulator's memory is numpy arrays every thread sees at "
-    "once; only the destinations of asynchronous copies in flight hold poison.",
+    "Data races between ordinary stores and loads of different threads (shared or global "
+    "memory) without a barrier: ordinary stores are not tracked; element reads of shared "
+    "memory are checked only against asynchronous copies and DSMEM stores "
+    "(`sim/visibility.py`), and reads of whole slices or through numpy functions not at all.",
+    "A read that comes before an unsynchronized write (an owner reading before a peer's "
+    "`dsmem_store`, a thread reading before another thread issues its `cp.async`): it returns "
+    "the old value (or poison), with no error.",
+    "Which arrival published a write through an mbarrier: any arrival of the writer on the "
+    "phase that completes counts, even one made before the write; a DSMEM store counts as "
+    "visible to the whole owning CTA once one of its threads waited on the cluster barrier.",
     "Reorderings the PTX memory model allows for ordinary accesses (a missing "
     "`cuda.threadfence()`, relaxed atomics): accesses happen in program order.",
     "Which thread's `fence_proxy_async` ordered a store: a fence by any thread of the block "
@@ -64,10 +75,6 @@ BLIND_SPOTS: tuple[str, ...] = (
     "An ordinary store into a shared tile that an in-flight `wgmma_mma_async` reads, when it "
     "writes the values already there or comes after the first `wgmma_wait_group` of the "
     "warpgroup that covers the MMA: the simulator compares the bytes the MMA read at that wait.",
-    "A `dsmem_store` into another CTA's shared memory that the owner then reads locally without "
-    "a cluster barrier or mbarrier between (the owner reads the stored value).",
-    "Threads reading chunks another thread's `cp.async` wrote after only their own `wait_group` "
-    "and no block barrier, once the writer's group has landed.",
     "Anything the eager schedule hides: run the worst schedule (the default) and several "
     "interleaving seeds.",
     "Performance: bank conflicts, occupancy, register use, timing.",

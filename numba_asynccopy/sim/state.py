@@ -250,6 +250,18 @@ class Barrier:
 
     def arrive(self, blk: BlockState, count: int, api: str) -> None:
         pend, tx = self.outstanding()
+        live = [op for op in self.deferred if not op.landed and op.pieces]
+        if count > pend and pend == 0 and live:
+            # every arrival in, only copies in flight missing, and no wait observed
+            # the phase (a wait completes it): nothing consumed this fill
+            sites = "; ".join(getattr(op, "issued_at", "a copy") for op in live)
+            raise violation(
+                api,
+                f"{count} arrival(s) on {self.name()} in phase {self.phase}, whose arrivals are "
+                f"all in and whose copies in flight ({sites}) no thread waited for: the slot was "
+                "released without a wait (its consumers arrived on the slot's empty barrier "
+                "without waiting on this phase with mbarrier_wait_parity), and this arrival "
+                "refills a slot whose fill nobody consumed")
         if count > pend:
             raise violation(
                 api,
@@ -257,6 +269,7 @@ class Barrier:
                 f"of its expected {self.expected} arrivals are still pending "
                 "(the arrival count is wrong: on the GPU the extra arrivals leak into the "
                 "next phase)")
+        EVENTS.emit("arrive", self, api)  # what the arriving thread wrote is released on it
         self.pending -= count
         self.settle(blk)
 
@@ -266,6 +279,9 @@ class Barrier:
         blk.changed(self)
 
     def complete_tx(self, blk: BlockState, nbytes: int) -> None:
+        # a thread's complete_tx signals the phase like an arrival: what it wrote
+        # before is released on it (the waiters of the phase see it)
+        EVENTS.emit("arrive", self, "mbarrier_complete_tx")
         self.tx -= nbytes
         self.tx_completed += nbytes
         self.settle(blk)
@@ -290,6 +306,8 @@ class Barrier:
             op.land()
         else:
             op.poison()
+            if op.pieces:
+                EVENTS.emit("copy_tracked", op, self)  # in flight until a wait (sim/visibility.py)
             self.settle(blk)
 
     def name(self) -> str:

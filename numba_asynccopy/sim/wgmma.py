@@ -363,11 +363,16 @@ def _coords(j, lane, warp):
 def wgmma_mma_async(acc, a, b, *, dtype=None, scale_d=True, scale_a=1, scale_b=1, trans_a=False,
                     trans_b=False):
     api = "wgmma_mma_async"
-    plain_acc = _typed(acc)
-    f16 = _is_f16(plain_acc)
-    a_val = tuple(np.uint32(v) for v in a) if isinstance(a, tuple) else np.uint64(int(a))
-    rt.validate(_dev.wgmma_mma_async, plain_acc, a_val, np.uint64(int(b)), dtype=dtype,
-                scale_d=bool(scale_d) if not isinstance(scale_d, bool) else scale_d,
+    # the simulator's fragments and descriptors as the typing sees them; any other
+    # value as it is (refused in the device typing's words)
+    plain_acc = _fragment_arg(acc)
+    f16 = isinstance(plain_acc, tuple) and _is_f16(plain_acc)
+    try:
+        a_val = tuple(np.uint32(v) for v in a) if isinstance(a, tuple) else _descriptor_arg(a)
+    except (TypeError, ValueError, OverflowError):
+        a_val = a
+    rt.validate(_dev.wgmma_mma_async, plain_acc, a_val, _descriptor_arg(b), dtype=dtype,
+                scale_d=bool(scale_d) if isinstance(scale_d, (int, np.integer)) else scale_d,
                 scale_a=scale_a, scale_b=scale_b, trans_a=trans_a, trans_b=trans_b)
     th0, _ = rt.current(api)
     fence_at = getattr(th0, "_ac_wgmma_fence_at", None)
@@ -422,7 +427,7 @@ def wgmma_mma_async(acc, a, b, *, dtype=None, scale_d=True, scale_a=1, scale_b=1
 @mirrors(_dev.wgmma_fence, "marks the fragment (or, with no argument, this thread) fenced: "
          "an MMA on a fragment no fence ordered is an error.")
 def wgmma_fence(acc=None):
-    rt.validate(_dev.wgmma_fence, None if acc is None else _typed(acc))
+    rt.validate(_dev.wgmma_fence, _fragment_arg(acc))
     th, _ = rt.current("wgmma_fence")
     th._ac_wgmma_fence_at = _tick(th)
     if acc is None:
@@ -444,7 +449,7 @@ def wgmma_commit_group():
 @mirrors(_dev.wgmma_wait_group, "retires all but the newest ``n`` groups of this thread; the "
          "fragment comes back readable when its MMA's group is retired.")
 def wgmma_wait_group(n, acc=None):
-    rt.validate(_dev.wgmma_wait_group, n, None if acc is None else _typed(acc))
+    rt.validate(_dev.wgmma_wait_group, n, _fragment_arg(acc))
     th, blk = rt.current("wgmma_wait_group")
     groups = th.__dict__.setdefault("_ac_wgmma_groups", [])
     with blk.cond:
@@ -462,6 +467,22 @@ def wgmma_wait_group(n, acc=None):
         f.fenced = True
         return f
     return acc
+
+
+def _descriptor_arg(d):
+    """A descriptor (an int) as the uint64 the typing sees; any other value as it is."""
+    return np.uint64(int(d)) if isinstance(d, (int, np.integer)) else d
+
+
+def _fragment_arg(acc):
+    """What the typing sees of ``acc``: a fragment as its float32 (or, f16, uint32)
+    tuple; any other value as it is (refused in the device typing's words)."""
+    if acc is None:
+        return None
+    try:
+        return _typed(acc)
+    except (TypeError, ValueError, OverflowError):
+        return acc
 
 
 @mirrors(_dev.wgmma_zero, "a fragment of zeros (not yet ordered by a fence): N/2 float32, "
@@ -484,7 +505,7 @@ def _check_readable(api, acc):
 def wgmma_store(acc, out, row0, col0, *, dtype=None, scale=None):
     api = "wgmma_store"
     _check_readable(api, acc)
-    typed = _typed(acc)
+    typed = _fragment_arg(acc)
     (_, o, r0, c0), kw = rt.validate(_dev.wgmma_store, typed, out, row0, col0, dtype=dtype,
                                      scale=scale)
     f16 = _is_f16(typed)

@@ -229,7 +229,31 @@ def named_specs() -> list[Spec]:
              element_strides=(1,), note="rank 1"),
         Spec(dtype="uint8", offset=0, global_dim=(2**32, 2), global_strides=(2**32,),
              box_dim=(16, 1), element_strides=(1, 1), note="extent 2**32"),
-    ]
+    ] + interleaved_inner_specs()
+
+
+#: the inner-box spans (bytes) of interleaved maps checked by name: the
+#: validator refuses 8 and 12 (measured: the driver does too), accepts 16 and 32
+INTERLEAVED_SPANS = (8, 12, 16, 32)
+
+
+def interleaved_inner_specs() -> list[Spec]:
+    """Interleaved 3-D maps whose inner box spans each of
+    :data:`INTERLEAVED_SPANS`, for both interleaves and 1-, 2- and 4-byte
+    elements (the random descriptions rarely hit 8 or 12 bytes)."""
+    out = []
+    for il in (16, 32):
+        for dtype, isz in (("uint8", 1), ("float16", 2), ("float32", 4)):
+            for span in INTERLEAVED_SPANS:
+                if span % isz:
+                    continue
+                gd = (span // isz, 8, 8)
+                out.append(Spec(dtype=dtype, offset=0, global_dim=gd,
+                                global_strides=c_strides(gd, isz, 32 if il == 32 else 16),
+                                box_dim=(span // isz, 1, 1), element_strides=(1, 1, 1),
+                                interleave=il, swizzle=32 if il == 32 else None,
+                                note=f"interleave {il}, {span}-byte inner box"))
+    return out
 
 
 def validator_says(spec: Spec, base: int, max_box: int) -> str | None:
@@ -284,6 +308,25 @@ def test_random_specs_follow_the_documented_rules_when_unbroken():
     for _ in range(200):
         spec = random_spec(rng)
         assert validator_says(spec, 1 << 30, tm.MAX_BOX_BYTES) is None, spec
+
+
+def test_fuzz_holds_interleaved_maps_of_every_inner_span():
+    """The descriptions the driver sees include interleaved maps (16 and 32)
+    whose inner box spans 8, 12, 16 and 32 bytes; the validator refuses the
+    first two, accepts the others."""
+    seen: dict = {}
+    for spec in all_specs():
+        if spec.interleave is not None:
+            span = spec.box_dim[0] * spec.itemsize
+            seen.setdefault((spec.interleave, span), []).append(spec)
+    for il in (16, 32):
+        for span in INTERLEAVED_SPANS:
+            specs = seen.get((il, span), [])
+            assert specs, (il, span, sorted(seen))
+            for spec in specs:
+                if spec.note.startswith("interleave "):
+                    said = validator_says(spec, 1 << 30, tm.MAX_BOX_BYTES)
+                    assert (said is None) == (span >= 16), (spec, said)
 
 
 @skip_on_sim("calls the CUDA driver's cuTensorMapEncodeTiled on a real device")

@@ -139,14 +139,26 @@ def one_tile_consumer(tmap, out, wait):
         ac.cp_async_bulk_tensor_load(tile, tmap, (0, 0), bars[0, 0:])
     elif tid >= 32:
         c = tid - 32
-        if wait:  # BUG when 0: the consumer reads and releases the slot without the wait
+        if wait == 1:  # BUG otherwise: the consumer reads (and releases) without the wait
             ac.mbarrier_wait_parity(bars[0, 0:], 0)
         for r in range(ROWS):
             out[r, c] = tile[r, c]
-        ac.mbarrier_arrive(bars[1, 0:])
+        if wait < 2:  # 2: it does not release the slot either
+            ac.mbarrier_arrive(bars[1, 0:])
 
 
-def test_one_tile_release_without_wait_is_named():
+def test_one_tile_release_without_wait_is_named(interleaving):
+    # the release after reading the tile in flight or, when the consumers read
+    # before the copy was issued, the copy nobody waited for at the exit
+    a, tmap, out = _ring_args()
+    with pytest.raises(ac.sim.SimulatorError, match=r"the slot was released without a wait") as e:
+        one_tile_consumer[1, 64](tmap, out, 0)
+    assert re.search(r"cp_async_bulk_tensor_load issued at .*:\d+ \[block \(0,0,0\) "
+                     r"thread \(0,0,0\)\]", str(e.value)), str(e.value)
+
+
+def test_tile_read_unwaited_and_never_released_is_in_flight_at_exit():
+    # the same bug without the release: the copy nobody waited for is named at the exit
     a, tmap, out = _ring_args()
     with pytest.raises(ac.sim.SimulatorError,
                        match=r"block \(0,0,0\) exited with a copy still in flight: "
@@ -154,7 +166,7 @@ def test_one_tile_release_without_wait_is_named():
                              r"thread \(0,0,0\)\] still writes shared array allocated at .*, "
                              r"byte offset 0 and nothing waited for it \(a wait on the barrier "
                              r"\(.*byte offset 0\) for phase 0 is missing"):
-        one_tile_consumer[1, 64](tmap, out, 0)
+        one_tile_consumer[1, 64](tmap, out, 2)
 
 
 def test_one_tile_with_wait(interleaving):

@@ -113,13 +113,14 @@ def make_barrier_rows(wait: bool):
 
 
 def test_missing_barrier_wait_is_named():
-    # the rows read are poison, and the copies nothing waited for are still in
-    # flight when the block exits: that is the error
+    # each thread reads the row another thread's copy still writes: a named read race
     a = rows()
     with pytest.raises(ac.sim.SimulatorError,
-                       match=r"exited with a copy still in flight: cp_async issued at .* and nothing "
-                             r"waited for it \(wait_group / wait_all in the issuing thread, or a wait on the "
-                             r"barrier its cp_async_mbarrier_arrive arrives on is missing"):
+                       match=r"shared-memory read: race: thread \[block \(0,0,0\) thread \(\d+,0,0\)\] "
+                             r"reads element \(\d+, \d\) of shared array allocated at .* which a copy "
+                             r"of another thread still writes: cp_async issued at .*, tracked by the "
+                             r"barrier \(.*\) through cp_async_mbarrier_arrive: wait on that barrier's "
+                             r"phase \(mbarrier_wait\)"):
         run(make_barrier_rows(False), a)
     np.testing.assert_array_equal(run(make_barrier_rows(True), a), np.roll(a, -1, axis=0))
 
@@ -133,9 +134,10 @@ def test_missing_barrier_wait_passes_in_the_eager_schedule():
 # --- 4. a wrong expect_tx --------------------------------------------------------
 
 
-def make_tx_kernel(expect_bytes: int):
+def make_tx_kernel(expect_bytes: int, shift: int = 1):
     """Thread 0 announces the tile's bytes; each thread copies its row and
-    reports its 16 bytes as completed transactions; all wait on phase 0."""
+    reports its 16 bytes as completed transactions; all wait on phase 0,
+    then read the row ``shift`` below their own."""
 
     @cuda.jit
     def tx_rows(A, B):
@@ -152,7 +154,7 @@ def make_tx_kernel(expect_bytes: int):
         ac.mbarrier_complete_tx(bars[0:], 16)
         ac.mbarrier_wait_parity(bars[0:], 0)
         for j in range(4):
-            B[tid, j] = sh[(tid + 1) % 64, j]
+            B[tid, j] = sh[(tid + shift) % 64, j]
 
     return tx_rows
 
@@ -177,14 +179,29 @@ def test_expect_tx_too_large_raises_deadlock_naming_the_barrier():
 def test_expect_tx_too_small_is_reported_when_the_block_exits():
     # phase 0 completes once 1008 bytes are in (as on the GPU: the rest of
     # the tile may not have landed); the extra 16 bytes leave phase 1 at -16
+    # (each thread reads its own row: another thread's row may be read before
+    # its writer's complete_tx, test_expect_tx_too_small_is_a_read_race)
     a = rows()
     with pytest.raises(ac.sim.SimulatorError) as e:
-        run(make_tx_kernel(64 * 16 - 16), a)
+        run(make_tx_kernel(64 * 16 - 16, shift=0), a)
     msg = str(e.value)
     assert "block (0,0,0) exited with the barrier (shared array allocated at" in msg
     assert "phase 1: expected 1 arrivals, 0 arrived" in msg
     assert "transaction bytes: expected 0, completed 16, in flight 0, tx-count -16" in msg
     assert "announced with expect_tx (0) do not match the bytes completed (16)" in msg
+
+
+def test_expect_tx_too_small_with_rows_of_other_threads_is_named():
+    # the phase completes before the last thread's complete_tx: its row, read by
+    # another thread before that complete_tx, is a read race; read after it (the
+    # schedule decides), the bytes are left over when the block exits
+    with pytest.raises(ac.sim.SimulatorError,
+                       match=r"shared-memory read: race: .* which (another thread's copy wrote "
+                             r"\(cp_async issued at .*, landed at that thread's wait_all at .*\), "
+                             r"with no barrier between that and this read|a copy of another thread "
+                             r"still writes: cp_async issued at)|exited with the barrier "
+                             r".* do not match the bytes completed \(16\)"):
+        run(make_tx_kernel(64 * 16 - 16), rows())
 
 
 def test_right_expect_tx_passes():
