@@ -31,8 +31,7 @@ from numba import cuda
 import numba_asynccopy as ac
 
 from .idioms import (BLOCK, COLS, PORTS, ROWS, SIGNATURE, STAGES, TWIN_INDEX, compile_kernel, grid_for,
-                     launch_args)
-from .twins import ptr
+                     launch_args, twin_idiom_launcher)
 
 U = np.uint32
 
@@ -181,10 +180,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("names", nargs="+", choices=sorted(PORTS) + sorted(VARIANTS),
                    help="idiom ports (or the mbarrier rewrites) to time")
     args = p.parse_args(argv)
-    lib = ctypes.CDLL(args.twins)
-    P, I, F = ctypes.c_void_p, ctypes.c_int, ctypes.c_float
-    lib.twin_idiom.argtypes = [I, P, P, I, F, F, I, I]
-    lib.twin_idiom.restype = I
+    launch_twin = twin_idiom_launcher(ctypes.CDLL(args.twins))
     rows = ROWS["full"]
     X = cuda.device_array((rows, COLS), np.float32)
     Y = cuda.device_array((rows, COLS), np.float32)
@@ -202,9 +198,7 @@ def main(argv: list[str] | None = None) -> None:
         ours = (lambda k=kern, a=kargs: k[grid, BLOCK](*a))
 
         def twin(i=TWIN_INDEX[base]):
-            rc = lib.twin_idiom(i, ptr(X), ptr(Y), rows, 1.5, -0.25, grid, STAGES)
-            if rc:
-                raise RuntimeError(f"twin_idiom({i}): CUDA error {rc}")
+            launch_twin(i, X, Y, rows, 1.5, -0.25, grid)
         for fn in (ours, twin):
             du.launch_poisoned(fn, Y)
             bad = int((np.abs(Y.copy_to_host() - ref) > 1e-6 * (1 + np.abs(ref))).sum())
