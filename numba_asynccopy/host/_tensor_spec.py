@@ -322,7 +322,13 @@ def driver_args(spec: TensorMapSpec) -> tuple:
         [u32(b) for b in spec.box_dim],
         [u32(e) for e in spec.element_strides_dim],
         driver.CUtensorMapInterleave(INTERLEAVE_CODES[spec.interleave]),
-        driver.CUtensorMapSwizzle(SWIZZLE_CODES[spec.swizzle]),
-        driver.CUtensorMapL2promotion(L2_CODES[spec.l2_promotion]),
-        driver.CUtensorMapFloatOOBfill(OOB_CODES[spec.oob_fill]),
+        *_driver_modes(driver, spec),
     )
+
+
+def _driver_modes(driver, spec: TensorMapSpec) -> tuple:
+    """The swizzle, L2 promotion and OOB fill as the driver's enums: the last
+    three arguments of both encoders (tiled and im2col)."""
+    return (driver.CUtensorMapSwizzle(SWIZZLE_CODES[spec.swizzle]),
+            driver.CUtensorMapL2promotion(L2_CODES[spec.l2_promotion]),
+            driver.CUtensorMapFloatOOBfill(OOB_CODES[spec.oob_fill]))

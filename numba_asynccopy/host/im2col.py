@@ -236,9 +236,7 @@ def driver_args(spec: Im2colSpec) -> tuple:
         spec.pixels_per_column,
         [u32(e) for e in spec.element_strides_dim],
         driver.CUtensorMapInterleave(0),
-        driver.CUtensorMapSwizzle(_tm.SWIZZLE_CODES[spec.swizzle]),
-        driver.CUtensorMapL2promotion(_tm.L2_CODES[spec.l2_promotion]),
-        driver.CUtensorMapFloatOOBfill(_tm.OOB_CODES[spec.oob_fill]),
+        *_tm._driver_modes(driver, spec),
     )
 
 
