@@ -24,6 +24,7 @@ import argparse
 import ctypes
 import json
 import statistics
+from collections.abc import Callable
 
 import numpy as np
 from numba import cuda
@@ -36,7 +37,7 @@ from .idioms import (BLOCK, COLS, PORTS, ROWS, SIGNATURE, STAGES, TWIN_INDEX, co
 U = np.uint32
 
 
-def _mbarrier_u32(view: bool):
+def _mbarrier_u32(view: bool) -> Callable:
     """The mbarrier port with every counter and row in ``np.uint32``; with
     ``view`` each chunk named by ``ac.chunk_view`` instead of slices."""
     name = "mbarrier_u32_view" if view else "mbarrier_u32"

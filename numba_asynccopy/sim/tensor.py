@@ -289,7 +289,7 @@ class _Region:
         self.t[self.ix] = np.full(shape + (self.t.itemsize,), value, np.uint8).view(self.t.dtype).reshape(shape)
 
 
-def _validate_store(api: str, dev, args: tuple, kw: dict, im2col: bool = False):
+def _validate_store(api: str, dev, args: tuple, kw: dict, im2col: bool = False) -> tuple:
     """The operands of a tensor store, or of a reduction (``args`` ending
     with its op), validated as the device intrinsic validates them: (map,
     coords, src, options, the dtype code a reduction gives the map, else None)."""
