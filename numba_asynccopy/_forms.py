@@ -162,6 +162,7 @@ _TILE = ("mode", (".tile",))
 _IM2COL = ("mode", (".im2col",))
 _IM2COL_NO_OFFS = ("mode", (".im2col_no_offs",))  # stores and reductions: no offsets
 _RANK_IM2COL = ("rank", ("3", "4", "5"))  # im2col maps are 3-D to 5-D
+_TENSOR_REDUCE_OP = ("op", ("add", "min", "max", "inc", "dec", "and", "or", "xor"))  # tile and im2col reductions
 _ARRIVE_ORDERS = tuple(f".{s}.{c}" for s in ("release", "relaxed") for c in ("cta", "cluster"))
 _WAIT_ORDERS = tuple(f".{s}.{c}" for s in ("acquire", "relaxed") for c in ("cta", "cluster"))
 _XYZ = ("axis", (".x", ".y", ".z"))
@@ -444,7 +445,7 @@ _ROWS = [
        "cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta.{op}{mode}.bulk_group{hint}",
        "cp.reduce.async.bulk.tensor.{1..5}d.global.shared::cta.op.tile.bulk_group{.L2::cache_hint} [tmap, {c...}], [src]{, policy};",
        "8.0", 90, ("cp_reduce_async_bulk_tensor",), "tensor",
-       quals=(_RANK, ("op", ("add", "min", "max", "inc", "dec", "and", "or", "xor")), _TILE, _HINT),
+       quals=(_RANK, _TENSOR_REDUCE_OP, _TILE, _HINT),
        operands=("[tensorMap, tensorCoords]", "[srcMem]", "policy"),
        example='ac.cp_reduce_async_bulk_tensor(tm, (0, 8), sh, "add")'),
     _F("cp.async.bulk.prefetch.tensor",
@@ -489,8 +490,7 @@ _ROWS = [
        "cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta.{op}{mode}.bulk_group{hint}",
        "cp.reduce.async.bulk.tensor.{3..5}d.global.shared::cta.op.im2col_no_offs.bulk_group{.L2::cache_hint} [tmap, {c...}], [src]{, policy};",
        "8.0", 90, ("cp_reduce_async_bulk_tensor_im2col",), "tensor",
-       quals=(_RANK_IM2COL, ("op", ("add", "min", "max", "inc", "dec", "and", "or", "xor")),
-              _IM2COL_NO_OFFS, _HINT),
+       quals=(_RANK_IM2COL, _TENSOR_REDUCE_OP, _IM2COL_NO_OFFS, _HINT),
        operands=("[tensorMap, tensorCoords]", "[srcMem]", "policy"),
        example='ac.cp_reduce_async_bulk_tensor_im2col(tm, (0, 0, 0, 0), sh, "add")'),
     _F("prefetch.tensormap", "prefetch.tensormap",

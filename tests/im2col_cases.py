@@ -88,6 +88,31 @@ def make_loader(rank: int, ppc: int, cpp: int, dtype, align: int = 128, multicas
     return k
 
 
+def make_store_block(ppc: int, cpp: int):
+    """Kernel ``k(tmap, tile_in, coords, reduce)``: thread 0 of one CTA
+    stores (``reduce`` false) or add-reduces (``reduce`` true) the
+    ``(ppc, cpp)`` float32 ``tile_in``, staged in shared memory, as the
+    im2col column block at the 4-D ``coords`` and waits for the bulk group."""
+
+    @cuda.jit
+    def k(tmap, tile_in, coords, reduce):
+        tile = cuda.shared.array((ppc, cpp), np.float32, alignment=128)
+        for i in range(cuda.threadIdx.x, ppc * cpp, cuda.blockDim.x):
+            tile[i // cpp, i % cpp] = tile_in[i // cpp, i % cpp]
+        ac.fence_proxy_async("shared::cta")
+        cuda.syncthreads()
+        if cuda.threadIdx.x == 0:
+            c = (coords[0], coords[1], coords[2], coords[3])
+            if reduce:
+                ac.cp_reduce_async_bulk_tensor_im2col(tmap, c, tile, "add")
+            else:
+                ac.cp_async_bulk_tensor_store_im2col(tmap, c, tile)
+            ac.bulk_commit_group()
+            ac.bulk_wait_group(0)
+
+    return k
+
+
 def unswizzle(tile: np.ndarray, swizzle: int | None) -> np.ndarray:
     """The dense tile behind a swizzled shared-memory image (16-byte unit at
     byte offset ``o`` stored at ``o ^ (((o >> 7) & (swizzle // 16 - 1)) << 4)``)."""

@@ -24,6 +24,7 @@ import argparse
 import ctypes
 import json
 import statistics
+from collections.abc import Callable
 
 import numpy as np
 from numba import cuda
@@ -31,98 +32,69 @@ from numba import cuda
 import numba_asynccopy as ac
 
 from .idioms import (BLOCK, COLS, PORTS, ROWS, SIGNATURE, STAGES, TWIN_INDEX, compile_kernel, grid_for,
-                     launch_args)
-from .twins import ptr
+                     launch_args, twin_idiom_launcher)
 
 U = np.uint32
 
 
-def mbarrier_u32(X, Y, a, b):
-    sh = cuda.shared.array((STAGES, 8, 128), np.float32, alignment=16)
-    full = cuda.shared.array(STAGES, np.uint64)
-    empty = cuda.shared.array(STAGES, np.uint64)
-    tid = U(cuda.threadIdx.x)
-    if tid < STAGES:
-        ac.mbarrier_init(full[tid:], 128)
-        ac.mbarrier_init(empty[tid:], 128)
-    ac.fence_mbarrier_init()
-    cuda.syncthreads()
-    ntiles = U(X.shape[0] // 8)
-    first = U(cuda.blockIdx.x)
-    step = U(cuda.gridDim.x)
-    count = U(U(ntiles - first + step - U(1)) // step)
-    i = U(0)
-    if tid < 128:
-        while i < count:
-            s = U(i % U(STAGES))
-            if i >= STAGES:
-                ac.mbarrier_wait_parity(empty[s:], U(U(U(i // U(STAGES)) - U(1)) % U(2)))
-            for k in range(2):
-                c = U(U(k * 128) + tid)
-                r = U(c // U(32))
-                q = U(c % U(32))
-                row = U(U(U(first + U(i * step)) * U(8)) + r)
-                ac.cp_async(sh[s, r, 4 * q:4 * q + 4], X[row, 4 * q:4 * q + 4], 16)
-            ac.cp_async_mbarrier_arrive(full[s:], noinc=True)
-            i = U(i + U(1))
-    else:
-        ct = U(tid - U(128))
-        while i < count:
-            s = U(i % U(STAGES))
-            ac.mbarrier_wait_parity(full[s:], U(U(i // U(STAGES)) % U(2)))
-            for k in range(2):
-                c = U(U(k * 128) + ct)
-                r = U(c // U(32))
-                q = U(c % U(32))
-                row = U(U(U(first + U(i * step)) * U(8)) + r)
-                for j in range(4):
-                    Y[row, U(4) * q + U(j)] = a * sh[s, r, U(4) * q + U(j)] + b
-            ac.mbarrier_arrive(empty[s:])
-            i = U(i + U(1))
+def _mbarrier_u32(view: bool) -> Callable:
+    """The mbarrier port with every counter and row in ``np.uint32``; with
+    ``view`` each chunk named by ``ac.chunk_view`` instead of slices."""
+    name = "mbarrier_u32_view" if view else "mbarrier_u32"
+
+    def kern(X, Y, a, b):
+        sh = cuda.shared.array((STAGES, 8, 128), np.float32, alignment=16)
+        full = cuda.shared.array(STAGES, np.uint64)
+        empty = cuda.shared.array(STAGES, np.uint64)
+        tid = U(cuda.threadIdx.x)
+        if tid < STAGES:
+            ac.mbarrier_init(full[tid:], 128)
+            ac.mbarrier_init(empty[tid:], 128)
+        ac.fence_mbarrier_init()
+        cuda.syncthreads()
+        ntiles = U(X.shape[0] // 8)
+        first = U(cuda.blockIdx.x)
+        step = U(cuda.gridDim.x)
+        count = U(U(ntiles - first + step - U(1)) // step)
+        i = U(0)
+        if tid < 128:
+            while i < count:
+                s = U(i % U(STAGES))
+                if i >= STAGES:
+                    ac.mbarrier_wait_parity(empty[s:], U(U(U(i // U(STAGES)) - U(1)) % U(2)))
+                for k in range(2):
+                    c = U(U(k * 128) + tid)
+                    r = U(c // U(32))
+                    q = U(c % U(32))
+                    row = U(U(U(first + U(i * step)) * U(8)) + r)
+                    if view:  # ac.chunk_view: no slice clamping, one cp.async
+                        ac.cp_async(ac.chunk_view(sh, (s, r, U(4) * q), 4),
+                                    ac.chunk_view(X, (row, U(4) * q), 4), 16)
+                    else:
+                        ac.cp_async(sh[s, r, 4 * q:4 * q + 4], X[row, 4 * q:4 * q + 4], 16)
+                ac.cp_async_mbarrier_arrive(full[s:], noinc=True)
+                i = U(i + U(1))
+        else:
+            ct = U(tid - U(128))
+            while i < count:
+                s = U(i % U(STAGES))
+                ac.mbarrier_wait_parity(full[s:], U(U(i // U(STAGES)) % U(2)))
+                for k in range(2):
+                    c = U(U(k * 128) + ct)
+                    r = U(c // U(32))
+                    q = U(c % U(32))
+                    row = U(U(U(first + U(i * step)) * U(8)) + r)
+                    for j in range(4):
+                        Y[row, U(4) * q + U(j)] = a * sh[s, r, U(4) * q + U(j)] + b
+                ac.mbarrier_arrive(empty[s:])
+                i = U(i + U(1))
+
+    kern.__name__ = kern.__qualname__ = name  # the kernel's symbol, as if written at module level
+    return kern
 
 
-def mbarrier_u32_view(X, Y, a, b):
-    sh = cuda.shared.array((STAGES, 8, 128), np.float32, alignment=16)
-    full = cuda.shared.array(STAGES, np.uint64)
-    empty = cuda.shared.array(STAGES, np.uint64)
-    tid = U(cuda.threadIdx.x)
-    if tid < STAGES:
-        ac.mbarrier_init(full[tid:], 128)
-        ac.mbarrier_init(empty[tid:], 128)
-    ac.fence_mbarrier_init()
-    cuda.syncthreads()
-    ntiles = U(X.shape[0] // 8)
-    first = U(cuda.blockIdx.x)
-    step = U(cuda.gridDim.x)
-    count = U(U(ntiles - first + step - U(1)) // step)
-    i = U(0)
-    if tid < 128:
-        while i < count:
-            s = U(i % U(STAGES))
-            if i >= STAGES:
-                ac.mbarrier_wait_parity(empty[s:], U(U(U(i // U(STAGES)) - U(1)) % U(2)))
-            for k in range(2):
-                c = U(U(k * 128) + tid)
-                r = U(c // U(32))
-                q = U(c % U(32))
-                row = U(U(U(first + U(i * step)) * U(8)) + r)
-                ac.cp_async(ac.chunk_view(sh, (s, r, U(4) * q), 4), ac.chunk_view(X, (row, U(4) * q), 4), 16)
-            ac.cp_async_mbarrier_arrive(full[s:], noinc=True)
-            i = U(i + U(1))
-    else:
-        ct = U(tid - U(128))
-        while i < count:
-            s = U(i % U(STAGES))
-            ac.mbarrier_wait_parity(full[s:], U(U(i // U(STAGES)) % U(2)))
-            for k in range(2):
-                c = U(U(k * 128) + ct)
-                r = U(c // U(32))
-                q = U(c % U(32))
-                row = U(U(U(first + U(i * step)) * U(8)) + r)
-                for j in range(4):
-                    Y[row, U(4) * q + U(j)] = a * sh[s, r, U(4) * q + U(j)] + b
-            ac.mbarrier_arrive(empty[s:])
-            i = U(i + U(1))
+mbarrier_u32 = _mbarrier_u32(False)
+mbarrier_u32_view = _mbarrier_u32(True)
 
 
 def mbarrier_view(X, Y, a, b):
@@ -181,10 +153,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("names", nargs="+", choices=sorted(PORTS) + sorted(VARIANTS),
                    help="idiom ports (or the mbarrier rewrites) to time")
     args = p.parse_args(argv)
-    lib = ctypes.CDLL(args.twins)
-    P, I, F = ctypes.c_void_p, ctypes.c_int, ctypes.c_float
-    lib.twin_idiom.argtypes = [I, P, P, I, F, F, I, I]
-    lib.twin_idiom.restype = I
+    launch_twin = twin_idiom_launcher(ctypes.CDLL(args.twins))
     rows = ROWS["full"]
     X = cuda.device_array((rows, COLS), np.float32)
     Y = cuda.device_array((rows, COLS), np.float32)
@@ -202,9 +171,7 @@ def main(argv: list[str] | None = None) -> None:
         ours = (lambda k=kern, a=kargs: k[grid, BLOCK](*a))
 
         def twin(i=TWIN_INDEX[base]):
-            rc = lib.twin_idiom(i, ptr(X), ptr(Y), rows, 1.5, -0.25, grid, STAGES)
-            if rc:
-                raise RuntimeError(f"twin_idiom({i}): CUDA error {rc}")
+            launch_twin(i, X, Y, rows, 1.5, -0.25, grid)
         for fn in (ours, twin):
             du.launch_poisoned(fn, Y)
             bad = int((np.abs(Y.copy_to_host() - ref) > 1e-6 * (1 + np.abs(ref))).sum())

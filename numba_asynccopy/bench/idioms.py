@@ -38,6 +38,8 @@ stride.  The figure is bytes read + written per second.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numba import cuda, types
 
@@ -391,14 +393,31 @@ SUITE_KEYS = ([f"{impl}_idiom_{name}" for name in KERNELS for impl in ("numba", 
               + [f"numba_idiom_{name}" for name in WHILE_FORMS])
 
 
+def twin_idiom_launcher(lib) -> Callable[..., None]:
+    """Declare ``twin_idiom``'s C signature on ``lib`` (the twins library)
+    and return ``launch(i, X, Y, rows, a, b, grid, what=i)``: CUDA C++
+    original ``i`` (``TWIN_INDEX``) over ``X`` into ``Y`` with ``STAGES``,
+    raising ``RuntimeError`` (naming ``what``) on a CUDA error."""
+    import ctypes
+
+    from .twins import ptr
+
+    P, I, F = ctypes.c_void_p, ctypes.c_int, ctypes.c_float
+    lib.twin_idiom.argtypes = [I, P, P, I, F, F, I, I]
+    lib.twin_idiom.restype = I
+
+    def launch(i: int, X, Y, rows: int, a: float, b: float, grid: int, what=None) -> None:
+        rc = lib.twin_idiom(i, ptr(X), ptr(Y), rows, a, b, grid, STAGES)
+        if rc:
+            raise RuntimeError(f"twin_idiom({i if what is None else what}): CUDA error {rc}")
+    return launch
+
+
 def suite_idioms(r) -> None:
     """Each idiom's port and its CUDA C++ original on the same buffers and
     grid; every row checks all of ``Y`` against ``a * X + b`` (float64
     reference on the host, poisoned output first)."""
-    import ctypes
-
     from . import devutil as du
-    from .twins import ptr
 
     rows = ROWS["quick" if r.quick else "full"]
     X = cuda.device_array((rows, COLS), np.float32)
@@ -420,12 +439,9 @@ def suite_idioms(r) -> None:
             return f"all {got.size} elements equal a*X+b"
         return run
 
-    lib = None
+    launch_twin = None
     try:
-        lib = r.twins().lib
-        P, I, F = ctypes.c_void_p, ctypes.c_int, ctypes.c_float
-        lib.twin_idiom.argtypes = [I, P, P, I, F, F, I, I]
-        lib.twin_idiom.restype = I
+        launch_twin = twin_idiom_launcher(r.twins().lib)
     except Exception as e:
         lib_error = f"error: {type(e).__name__}: {e}"
     for name, (fn, sig, label) in KERNELS.items():
@@ -440,7 +456,7 @@ def suite_idioms(r) -> None:
         except Exception as e:
             r.fail(key, f"idiom: {label}", "numba", "TB/s", f"error: {type(e).__name__}: {e}")
             launch = None
-        if lib is None:
+        if launch_twin is None:
             r.fail(tkey, tlabel, "cuda-c++", "TB/s", lib_error)
             if launch is not None:
                 r.measure(key, f"idiom: {label}", "numba", "TB/s", nbytes, launch, check(launch),
@@ -448,9 +464,7 @@ def suite_idioms(r) -> None:
             continue
 
         def twin(i=TWIN_INDEX[name]):
-            rc = lib.twin_idiom(i, ptr(X), ptr(Y), rows, a, b, grid, STAGES)
-            if rc:
-                raise RuntimeError(f"twin_idiom({i}): CUDA error {rc}")
+            launch_twin(i, X, Y, rows, a, b, grid)
         if launch is None:
             r.measure(tkey, tlabel, "cuda-c++", "TB/s", nbytes, twin, check(twin), config=config)
             continue

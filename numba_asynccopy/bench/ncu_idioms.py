@@ -16,19 +16,15 @@ import ctypes
 import numpy as np
 from numba import cuda
 
-from .idioms import (BLOCK, COLS, KERNELS, ROWS, STAGES, TWIN_INDEX, WHILE_FORMS, grid_for,
-                     launch_args)
-from .twins import ptr
+from .idioms import (BLOCK, COLS, KERNELS, ROWS, TWIN_INDEX, WHILE_FORMS, grid_for, launch_args,
+                     twin_idiom_launcher)
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--twins", required=True, help="twins.so built by the benchmark runner")
     args = p.parse_args(argv)
-    lib = ctypes.CDLL(args.twins)
-    P, I, F = ctypes.c_void_p, ctypes.c_int, ctypes.c_float
-    lib.twin_idiom.argtypes = [I, P, P, I, F, F, I, I]
-    lib.twin_idiom.restype = I
+    twin = twin_idiom_launcher(ctypes.CDLL(args.twins))
     rows = ROWS["full"]
     X = cuda.to_device(np.random.default_rng(0).standard_normal((rows, COLS)).astype(np.float32))
     Y = cuda.device_array((rows, COLS), np.float32)
@@ -44,9 +40,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"numba_idiom_{name:16s} {'matches' if ok else 'DIFFERS from'} a*X+b")
         if name in TWIN_INDEX:
             for _ in range(2):
-                rc = lib.twin_idiom(TWIN_INDEX[name], ptr(X), ptr(Y), rows, 1.5, -0.25, grid, STAGES)
-                if rc:
-                    raise RuntimeError(f"twin_idiom({name}): CUDA error {rc}")
+                twin(TWIN_INDEX[name], X, Y, rows, 1.5, -0.25, grid, what=name)
             cuda.synchronize()
             ok = np.allclose(Y.copy_to_host(), ref, rtol=1e-6, atol=1e-6)
             print(f"twin_idiom_{name:17s} {'matches' if ok else 'DIFFERS from'} a*X+b")

@@ -9,9 +9,10 @@ values, relative error below 1e-2 (bf16 output rounding)."""
 from __future__ import annotations
 
 import time
-from typing import Callable
 
 import numpy as np
+
+from .suites_tc import sampled_check
 
 # ``r`` below is the suites' Recorder (suites imports this module: named, not imported)
 
@@ -42,18 +43,7 @@ def suite_fp8(r) -> None:
         ref = SCALES[0] * SCALES[1] * (A[rows].double() @ Bt.double().t())
         work = fp8_gemm.flops(n, n, n)
 
-        def check_of(launch) -> Callable[[], str]:
-            def check():
-                C.fill_(float("nan"))
-                launch()
-                torch.cuda.synchronize()
-                if torch.isnan(C).any():
-                    raise AssertionError("elements of C were not written")
-                err = float((C[rows].double() - ref).norm() / ref.norm())
-                if not err < 1e-2:
-                    raise AssertionError(f"relative error {err:.2e} on sampled rows (limit 1e-2)")
-                return f"every element written; rel. error {err:.1e} on 8 sampled rows (float64 ref)"
-            return check
+        check_of = sampled_check(C, rows, ref)
 
         def cublas():
             torch._scaled_mm(A, Bt.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, out=C)

@@ -86,6 +86,33 @@ def _twin(twins) -> Callable:
     return run
 
 
+def written(C, launch: Callable[[], None]) -> None:
+    """Launch into a NaN-filled torch ``C``; raise where an element stays NaN."""
+    import torch
+
+    C.fill_(float("nan"))
+    launch()
+    torch.cuda.synchronize()
+    if torch.isnan(C).any():
+        raise AssertionError("elements of C were not written")
+
+
+def sampled_check(C, rows, ref) -> Callable[[Callable[[], None]], Callable[[], str]]:
+    """``check_of(launch)``: a row's check that every element of ``C`` is
+    written and ``C[rows]`` is within 1e-2 relative (Frobenius) error of the
+    float64 ``ref``."""
+    def check_of(launch: Callable[[], None]) -> Callable[[], str]:
+        def check() -> str:
+            written(C, launch)
+            err = float((C[rows].double() - ref).norm() / ref.norm())
+            if not err < 1e-2:
+                raise AssertionError(f"relative error {err:.2e} on sampled rows (limit 1e-2)")
+            return (f"every element written; rel. error {err:.1e} on {len(rows)} sampled rows "
+                    "(float64 ref)")
+        return check
+    return check_of
+
+
 def suite_hgemm(r) -> None:
     import torch
 
@@ -114,26 +141,10 @@ def suite_hgemm(r) -> None:
             work = hgemm.flops(n, n, n)
 
             def max_error(launch) -> float:
-                C.fill_(float("nan"))
-                launch()
-                torch.cuda.synchronize()
-                if torch.isnan(C).any():
-                    raise AssertionError("elements of C were not written")
+                written(C, launch)
                 return float(((C[rows].double() - ref).abs() / scale).max())
 
-            def check_of(launch) -> Callable[[], str]:
-                def check():
-                    C.fill_(float("nan"))
-                    launch()
-                    torch.cuda.synchronize()
-                    if torch.isnan(C).any():
-                        raise AssertionError("elements of C were not written")
-                    err = float((C[rows].double() - ref).norm() / ref.norm())
-                    if not err < 1e-2:
-                        raise AssertionError(f"relative error {err:.2e} on sampled rows (limit 1e-2)")
-                    return (f"every element written; rel. error {err:.1e} on {ERR_ROWS} sampled rows "
-                            "(float64 ref)")
-                return check
+            check_of = sampled_check(C, rows, ref)
 
             view = torch.uint16 if d == "bf16" else torch.float16
             Au, Bu, Cu = A.view(view), B.view(view), C.view(view)

@@ -185,6 +185,45 @@ def _dtype_name(typestr: str, override: str | None) -> tuple[str, int]:
     return name, dt.itemsize
 
 
+def _check_oob_fill(oob_fill: Any, name: str) -> None:
+    """``oob_fill`` is 'zero' or 'nan', and 'nan' only for a floating-point dtype ``name``."""
+    if not isinstance(oob_fill, str):
+        _type_fail("oob_fill", "'zero' or 'nan'", oob_fill)
+    if oob_fill not in OOB_CODES:
+        _fail("oob_fill", f"={oob_fill!r} is not supported; use 'zero' or 'nan'")
+    if oob_fill == "nan" and DTYPE_CODES[name] not in FLOAT_CODES:
+        _fail("oob_fill", f"='nan' needs a floating-point tensor; this one holds {name}")
+
+
+def _check_layout(address: int, shape: tuple[int, ...], strides: tuple[int, ...] | None, isz: int,
+                  align: int = 16) -> tuple[int, ...]:
+    """The layout TMA holds a global tensor to: the data address ``align``-byte
+    aligned, every extent in 1..2**32, the last axis contiguous and the other
+    strides positive multiples of ``align`` below 2**40.  Returns the byte
+    strides (C-contiguous ones where ``strides`` is None)."""
+    rank = len(shape)
+    if address % align:
+        _fail("array", f"data address 0x{address:x} is not {align}-byte aligned")
+    for axis, n in enumerate(shape):
+        if not 1 <= n <= 1 << 32:
+            _fail("array", f"axis {axis} has extent {n}; each extent must be in 1..2**32")
+
+    if strides is None:  # C-contiguous
+        c_strides = [isz] * rank
+        for i in range(rank - 2, -1, -1):
+            c_strides[i] = c_strides[i + 1] * shape[i + 1]
+        strides = tuple(c_strides)
+    if strides[-1] != isz and shape[-1] > 1:
+        _fail("array", f"last axis has stride {strides[-1]} bytes; TMA needs it contiguous "
+              f"(stride = itemsize {isz})")
+    for axis in range(rank - 1):
+        s = strides[axis]
+        if s <= 0 or s % align or s >= 1 << 40:
+            _fail("array", f"axis {axis} has stride {s} bytes; strides of all but the last axis "
+                  f"must be positive multiples of {align} below 2**40")
+    return strides
+
+
 def describe(interface: dict, box: Sequence[int], *, swizzle: int | None = None,
              interleave: int | None = None, l2_promotion: int | None = None,
              oob_fill: str = "zero", element_strides: Sequence[int] | None = None,
@@ -217,36 +256,11 @@ def describe(interface: dict, box: Sequence[int], *, swizzle: int | None = None,
     _option("interleave", interleave, INTERLEAVE_CODES, "use None, 16 or 32 (bytes)")
     _option("swizzle", swizzle, SWIZZLE_CODES, "use None, 32, 64 or 128 (bytes)")
     _option("l2_promotion", l2_promotion, L2_CODES, "use None, 64, 128 or 256 (bytes)")
-    if not isinstance(oob_fill, str):
-        _type_fail("oob_fill", "'zero' or 'nan'", oob_fill)
-    if oob_fill not in OOB_CODES:
-        _fail("oob_fill", f"={oob_fill!r} is not supported; use 'zero' or 'nan'")
-    if oob_fill == "nan" and DTYPE_CODES[name] not in FLOAT_CODES:
-        _fail("oob_fill", f"='nan' needs a floating-point tensor; this one holds {name}")
+    _check_oob_fill(oob_fill, name)
     if interleave is not None and rank < 3:
         _fail("interleave", f"={interleave} needs a tensor of rank >= 3; this one has rank {rank}")
 
-    base_align = 32 if interleave == 32 else 16
-    if address % base_align:
-        _fail("array", f"data address 0x{address:x} is not {base_align}-byte aligned")
-    for axis, n in enumerate(shape):
-        if not 1 <= n <= 1 << 32:
-            _fail("array", f"axis {axis} has extent {n}; each extent must be in 1..2**32")
-
-    if strides is None:  # C-contiguous
-        c_strides = [isz] * rank
-        for i in range(rank - 2, -1, -1):
-            c_strides[i] = c_strides[i + 1] * shape[i + 1]
-        strides = tuple(c_strides)
-    if strides[-1] != isz and shape[-1] > 1:
-        _fail("array", f"last axis has stride {strides[-1]} bytes; TMA needs it contiguous "
-              f"(stride = itemsize {isz})")
-    stride_align = 32 if interleave == 32 else 16
-    for axis in range(rank - 1):
-        s = strides[axis]
-        if s <= 0 or s % stride_align or s >= 1 << 40:
-            _fail("array", f"axis {axis} has stride {s} bytes; strides of all but the last axis "
-                  f"must be positive multiples of {stride_align} below 2**40")
+    strides = _check_layout(address, shape, strides, isz, 32 if interleave == 32 else 16)
 
     box_t = _int_tuple("box", box, rank)
     for axis, b in enumerate(box_t):
@@ -308,7 +322,13 @@ def driver_args(spec: TensorMapSpec) -> tuple:
         [u32(b) for b in spec.box_dim],
         [u32(e) for e in spec.element_strides_dim],
         driver.CUtensorMapInterleave(INTERLEAVE_CODES[spec.interleave]),
-        driver.CUtensorMapSwizzle(SWIZZLE_CODES[spec.swizzle]),
-        driver.CUtensorMapL2promotion(L2_CODES[spec.l2_promotion]),
-        driver.CUtensorMapFloatOOBfill(OOB_CODES[spec.oob_fill]),
+        *_driver_modes(driver, spec),
     )
+
+
+def _driver_modes(driver, spec: TensorMapSpec) -> tuple:
+    """The swizzle, L2 promotion and OOB fill as the driver's enums: the last
+    three arguments of both encoders (tiled and im2col)."""
+    return (driver.CUtensorMapSwizzle(SWIZZLE_CODES[spec.swizzle]),
+            driver.CUtensorMapL2promotion(L2_CODES[spec.l2_promotion]),
+            driver.CUtensorMapFloatOOBfill(OOB_CODES[spec.oob_fill]))

@@ -171,31 +171,9 @@ def describe_im2col(interface: dict, *, channels_per_pixel: int, pixels_per_colu
     name, isz = _tm._dtype_name(typestr, dtype)
     _option("swizzle", swizzle, _tm.SWIZZLE_CODES, "use None, 32, 64 or 128 (bytes)")
     _option("l2_promotion", l2_promotion, _tm.L2_CODES, "use None, 64, 128 or 256 (bytes)")
-    if not isinstance(oob_fill, str):
-        _type_fail("oob_fill", "'zero' or 'nan'", oob_fill)
-    if oob_fill not in _tm.OOB_CODES:
-        _fail("oob_fill", f"={oob_fill!r} is not supported; use 'zero' or 'nan'")
-    if oob_fill == "nan" and _tm.DTYPE_CODES[name] not in _tm.FLOAT_CODES:
-        _fail("oob_fill", f"='nan' needs a floating-point tensor; this one holds {name}")
+    _tm._check_oob_fill(oob_fill, name)
 
-    if address % 16:
-        _fail("array", f"data address 0x{address:x} is not 16-byte aligned")
-    for axis, n in enumerate(shape):
-        if not 1 <= n <= 1 << 32:
-            _fail("array", f"axis {axis} has extent {n}; each extent must be in 1..2**32")
-    if strides is None:
-        c_strides = [isz] * rank
-        for i in range(rank - 2, -1, -1):
-            c_strides[i] = c_strides[i + 1] * shape[i + 1]
-        strides = tuple(c_strides)
-    if strides[-1] != isz and shape[-1] > 1:
-        _fail("array", f"last axis has stride {strides[-1]} bytes; TMA needs it contiguous "
-              f"(stride = itemsize {isz})")
-    for axis in range(rank - 1):
-        s = strides[axis]
-        if s <= 0 or s % 16 or s >= 1 << 40:
-            _fail("array", f"axis {axis} has stride {s} bytes; strides of all but the last axis "
-                  "must be positive multiples of 16 below 2**40")
+    strides = _tm._check_layout(address, shape, strides, isz)
 
     lower = _corner("lower_corner", lower_corner, rank)
     upper = _corner("upper_corner", upper_corner, rank)
@@ -258,9 +236,7 @@ def driver_args(spec: Im2colSpec) -> tuple:
         spec.pixels_per_column,
         [u32(e) for e in spec.element_strides_dim],
         driver.CUtensorMapInterleave(0),
-        driver.CUtensorMapSwizzle(_tm.SWIZZLE_CODES[spec.swizzle]),
-        driver.CUtensorMapL2promotion(_tm.L2_CODES[spec.l2_promotion]),
-        driver.CUtensorMapFloatOOBfill(_tm.OOB_CODES[spec.oob_fill]),
+        *_tm._driver_modes(driver, spec),
     )
 
 

@@ -289,17 +289,32 @@ class _Region:
         self.t[self.ix] = np.full(shape + (self.t.itemsize,), value, np.uint8).view(self.t.dtype).reshape(shape)
 
 
+def _validate_store(api: str, dev, args: tuple, kw: dict, im2col: bool = False) -> tuple:
+    """The operands of a tensor store, or of a reduction (``args`` ending
+    with its op), validated as the device intrinsic validates them: (map,
+    coords, src, options, the dtype code a reduction gives the map, else None)."""
+    vals, kw = rt.validate(dev, *args, **kw)
+    m, cs, s = vals[:3]
+    tys = [rt.numba_type(x) for x in (m, cs, s, kw["cache_policy"], kw["fence"])]
+    if len(vals) == 3:
+        return m, cs, s, _dev.validate_store(api, *tys, im2col=im2col), None
+    o = _dev.validate_store(api, *tys, op=rt.numba_type(vals[3]), bf16=rt.numba_type(kw["bf16"]),
+                            im2col=im2col)
+    if o.ptx_type in ("b32", "b64"):  # as the device intrinsic picks the map's type code
+        code = _tm.DTYPE_CODES[str(s.dtype)]
+    else:
+        code = _tm.DTYPE_CODES[_dev._REDUCE_DTYPE_CODE[o.ptx_type]]
+    return m, cs, s, o, code
+
+
 @mirrors(
     _dev.cp_async_bulk_tensor_store,
     "reads ``src`` at ``bulk_wait_group(n, read=True)``, writes the in-bounds part of the box "
     "at ``bulk_wait_group(n)`` (poison there until then).")
 def cp_async_bulk_tensor_store(tensor_map, coords, src, *, cache_policy=None, fence=True):
     api = "cp_async_bulk_tensor_store"
-    (m, cs, s), kw = rt.validate(_dev.cp_async_bulk_tensor_store, tensor_map, coords, src,
-                                 cache_policy=cache_policy, fence=fence)
-    o = _dev.validate_store(api, *[rt.numba_type(x) for x in (m, cs, s, kw["cache_policy"],
-                                                               kw["fence"])])
-    _store(api, m, cs, s, o)
+    _store(api, *_validate_store(api, _dev.cp_async_bulk_tensor_store, (tensor_map, coords, src),
+                                 dict(cache_policy=cache_policy, fence=fence)))
 
 
 @mirrors(
@@ -308,15 +323,8 @@ def cp_async_bulk_tensor_store(tensor_map, coords, src, *, cache_policy=None, fe
 def cp_reduce_async_bulk_tensor(tensor_map, coords, src, op, *, bf16=False, cache_policy=None,
                                 fence=True):
     api = "cp_reduce_async_bulk_tensor"
-    (m, cs, s, name), kw = rt.validate(_dev.cp_reduce_async_bulk_tensor, tensor_map, coords, src,
-                                       op, bf16=bf16, cache_policy=cache_policy, fence=fence)
-    tys = [rt.numba_type(x) for x in (m, cs, s, kw["cache_policy"], kw["fence"])]
-    o = _dev.validate_store(api, *tys, op=rt.numba_type(name), bf16=rt.numba_type(kw["bf16"]))
-    if o.ptx_type in ("b32", "b64"):  # as the device intrinsic picks the map's type code
-        code = _tm.DTYPE_CODES[str(s.dtype)]
-    else:
-        code = _tm.DTYPE_CODES[_dev._REDUCE_DTYPE_CODE[o.ptx_type]]
-    _store(api, m, cs, s, o, code)
+    _store(api, *_validate_store(api, _dev.cp_reduce_async_bulk_tensor, (tensor_map, coords, src, op),
+                                 dict(bf16=bf16, cache_policy=cache_policy, fence=fence)))
 
 
 @mirrors(_dev.prefetch_tensormap, "a hint.")
@@ -456,11 +464,9 @@ class _Pixels:
     "traversal (those inside the tensor) at ``bulk_wait_group(n)`` (poison there until then).")
 def cp_async_bulk_tensor_store_im2col(tensor_map, coords, src, *, cache_policy=None, fence=True):
     api = "cp_async_bulk_tensor_store_im2col"
-    (m, cs, s), kw = rt.validate(_dev.cp_async_bulk_tensor_store_im2col, tensor_map, coords, src,
-                                 cache_policy=cache_policy, fence=fence)
-    o = _dev.validate_store(api, *[rt.numba_type(x) for x in (m, cs, s, kw["cache_policy"],
-                                                               kw["fence"])], im2col=True)
-    _store_im2col(api, m, cs, s, o)
+    _store_im2col(api, *_validate_store(api, _dev.cp_async_bulk_tensor_store_im2col,
+                                        (tensor_map, coords, src),
+                                        dict(cache_policy=cache_policy, fence=fence), im2col=True))
 
 
 @mirrors(
@@ -470,13 +476,7 @@ def cp_async_bulk_tensor_store_im2col(tensor_map, coords, src, *, cache_policy=N
 def cp_reduce_async_bulk_tensor_im2col(tensor_map, coords, src, op, *, bf16=False,
                                        cache_policy=None, fence=True):
     api = "cp_reduce_async_bulk_tensor_im2col"
-    (m, cs, s, name), kw = rt.validate(_dev.cp_reduce_async_bulk_tensor_im2col, tensor_map, coords,
-                                       src, op, bf16=bf16, cache_policy=cache_policy, fence=fence)
-    tys = [rt.numba_type(x) for x in (m, cs, s, kw["cache_policy"], kw["fence"])]
-    o = _dev.validate_store(api, *tys, op=rt.numba_type(name), bf16=rt.numba_type(kw["bf16"]),
-                            im2col=True)
-    if o.ptx_type in ("b32", "b64"):
-        code = _tm.DTYPE_CODES[str(s.dtype)]
-    else:
-        code = _tm.DTYPE_CODES[_dev._REDUCE_DTYPE_CODE[o.ptx_type]]
-    _store_im2col(api, m, cs, s, o, code)
+    _store_im2col(api, *_validate_store(api, _dev.cp_reduce_async_bulk_tensor_im2col,
+                                        (tensor_map, coords, src, op),
+                                        dict(bf16=bf16, cache_policy=cache_policy, fence=fence),
+                                        im2col=True))

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import tempfile
 import textwrap
+from pathlib import Path
 
-from numba import cuda
+import pytest
+from numba import cuda, types
 
 
 def ptx_of(fn, sig, cc=(9, 0)) -> str:
@@ -103,3 +107,44 @@ def sass_opcodes_of(ptx: str) -> list[str]:
     from numba_asynccopy import toolchain
 
     return toolchain.sass_opcodes(sass_of(ptx)[0])
+
+
+def compile_twin(name: str | None = None, timeout: int = 600) -> tuple[subprocess.CompletedProcess, bytes]:
+    """``nvcc -O3 -cubin -Xptxas -v`` of one benchmark twin source (the file
+    ``name`` beside ``bench/twins.cu``, that file itself by default) for
+    sm_90a: (the finished process, the cubin's bytes, empty where nvcc
+    failed).  Skips the test where nvcc is not found."""
+    from numba_asynccopy.bench.twins import SOURCE, find_nvcc
+
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found")
+    src = SOURCE if name is None else SOURCE.with_name(name)
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = Path(tmp) / "t.cubin"
+        proc = subprocess.run([nvcc, "-O3", "-std=c++17", "-cubin", "-Xptxas", "-v",
+                               "-gencode=arch=compute_90a,code=sm_90a", "-o", str(cubin),
+                               str(src)], capture_output=True, text=True, timeout=timeout)
+        return proc, cubin.read_bytes() if proc.returncode == 0 else b""
+
+
+_OUT_TYPES = {"float32": types.float32, "float16": types.float16, "bf16": types.uint16}
+
+
+def gemm_sass(kernel, threads: int, out: str, *extra) -> tuple[str, str, str]:
+    """(PTX, SASS, ptxas log) of a TMA GEMM example's kernel for sm_90a with
+    launch bounds ``threads``: signature (tmap A, tmap B, C of ``out``
+    elements, M, *extra)."""
+    sig = (types.uint64[::1], types.uint64[::1], _OUT_TYPES[out][:, ::1], types.int64, *extra)
+    ptx = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0, "a"), launch_bounds=(threads, 1))[0]
+    sass, log = sass_of(ptx, verbose=True)
+    return ptx, sass, log
+
+
+def local_memory_lines(sass: str) -> tuple[list[str], list[int], int]:
+    """(the SASS lines, the indices of those with LDL/STL, the index of the
+    first wait that drains every wgmma group)."""
+    lines = sass.splitlines()
+    local = [i for i, l in enumerate(lines) if "LDL" in l or "STL" in l]
+    drained = next(i for i, l in enumerate(lines) if "WARPGROUP.DEPBAR.LE gsb0, 0x0" in l)
+    return lines, local, drained

@@ -8,8 +8,6 @@ benchmark sweeps."""
 from __future__ import annotations
 
 import re
-import subprocess
-import tempfile
 from functools import lru_cache
 
 import pytest
@@ -22,7 +20,7 @@ from numba_asynccopy.examples import tma_copy as tc
 from numba_asynccopy.examples import tma_copy_manual as tcm
 
 from ..conftest import tool_missing
-from .helpers import instructions
+from .helpers import compile_twin, instructions
 
 CC = (9, 0, "a")
 
@@ -180,16 +178,7 @@ def test_bench_registers_the_async_suites():
 
 
 def test_twins_bulk_source_compiles():
-    from numba_asynccopy.bench.twins import SOURCE, find_nvcc
-
-    nvcc = find_nvcc()
-    if nvcc is None:
-        pytest.skip("nvcc not found")
-    with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.run([nvcc, "-O3", "-std=c++17", "-cubin", "-Xptxas", "-v",
-                               "-gencode=arch=compute_90a,code=sm_90a", "-o", f"{tmp}/t.cubin",
-                               str(SOURCE.with_name("twins_bulk.cu"))],
-                              capture_output=True, text=True, timeout=300)
+    proc, _ = compile_twin("twins_bulk.cu", timeout=300)
     assert proc.returncode == 0, proc.stderr
     # every configuration the benchmark sweeps is instantiated
     for stages, chunk, *_ in bc.SWEEP + bc.RUN_SWEEP:

@@ -13,6 +13,8 @@ from numba import cuda, types
 from numba_asynccopy import toolchain
 from numba_asynccopy.examples import conv2d as cv
 
+from .helpers import compile_twin
+
 
 @pytest.mark.parametrize("bn,bc,consumers,dtype,out,ctas", [
     (64, 64, 2, "bf16", "float32", 1), (128, 64, 2, "f16", "float16", 1),
@@ -75,21 +77,10 @@ def test_bench_registers_the_conv2d_suite():
 
 def test_twin_instantiates_every_candidate_with_the_same_register_split():
     from numba_asynccopy.bench import suites_conv
-    from numba_asynccopy.bench.twins import SOURCE, find_nvcc
 
-    nvcc = find_nvcc()
-    if nvcc is None:
-        pytest.skip("nvcc not found")
-    import subprocess
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.run([nvcc, "-O3", "-std=c++17", "-cubin", "-Xptxas", "-v",
-                               "-gencode=arch=compute_90a,code=sm_90a", "-o", f"{tmp}/t.cubin",
-                               str(SOURCE.with_name("twins_conv.cu"))],
-                              capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stderr
-        sass = toolchain.disassemble(open(f"{tmp}/t.cubin", "rb").read())
+    proc, cubin = compile_twin("twins_conv.cu")
+    assert proc.returncode == 0, proc.stderr
+    sass = toolchain.disassemble(cubin)
     assert "spill" not in proc.stderr.replace("0 bytes spill", ""), proc.stderr
     assert "C7515" not in proc.stderr
     funcs = re.split(r"\n\s*\.text\.", sass)

@@ -22,7 +22,7 @@ from numba_asynccopy.examples import stencil as st
 from numba_asynccopy import load4, store4, view4
 
 from ..conftest import tool_missing
-from .helpers import instructions
+from .helpers import compile_twin, instructions
 
 
 @lru_cache(maxsize=None)
@@ -359,18 +359,7 @@ def test_vec_typing_errors():
 
 
 def test_twins_source_compiles():
-    from numba_asynccopy.bench.twins import SOURCE, find_nvcc
-
-    nvcc = find_nvcc()
-    if nvcc is None:
-        pytest.skip("nvcc not found")
-    import subprocess
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.run([nvcc, "-O3", "-std=c++17", "-cubin", "-Xptxas", "-v",
-                               "-gencode=arch=compute_90a,code=sm_90a", "-o", f"{tmp}/t.cubin",
-                               str(SOURCE)], capture_output=True, text=True)
+    proc, _ = compile_twin()
     assert proc.returncode == 0, proc.stderr
     # every staged-copy configuration the benchmark sweeps is instantiated
     for stages, _, block, pt, *_ in sc.SWEEP + sc.RUN_SWEEP:

@@ -6,28 +6,23 @@ the SASS."""
 from __future__ import annotations
 
 import pytest
-from numba import cuda, types
+from numba import types
 
 from numba_asynccopy import toolchain
 from numba_asynccopy.examples import fp8_gemm
+
+from .helpers import gemm_sass, local_memory_lines
 
 
 @pytest.mark.parametrize("bn,dtype,out", [(128, "e4m3", "bf16"), (256, "e4m3", "float32"),
                                           (128, "e5m2", "float16")])
 def test_fp8_gemm_sass_has_qgmma_no_local_memory_in_the_loop(bn, dtype, out):
     g = fp8_gemm.make_fp8_gemm(bn=bn, dtype=dtype, out=out)
-    cty = {"float32": types.float32, "float16": types.float16, "bf16": types.uint16}[out]
-    sig = (types.uint64[::1], types.uint64[::1], cty[:, ::1], types.int64, types.float32)
-    ptx = cuda.compile_ptx(g.kernel.py_func, sig, cc=(9, 0, "a"),
-                           launch_bounds=(fp8_gemm.THREADS, 1))[0]
+    ptx, sass, log = gemm_sass(g.kernel, fp8_gemm.THREADS, out, types.float32)
     assert ptx.count(f"m64n{bn}k32.f32.{dtype}.{dtype}") == 4, ptx.count("wgmma.mma_async")
-    cubin, log = toolchain.assemble(ptx, verbose=True)
-    sass = toolchain.disassemble(cubin)
     ops = toolchain.sass_opcodes(sass)
     assert sum(o.startswith("QGMMA") for o in ops) >= 4, sorted(set(ops))
-    lines = sass.splitlines()
-    local = [i for i, l in enumerate(lines) if "LDL" in l or "STL" in l]
-    drained = next(i for i, l in enumerate(lines) if "WARPGROUP.DEPBAR.LE gsb0, 0x0" in l)
+    lines, local, drained = local_memory_lines(sass)
     assert not [i for i in local if i < drained], [lines[i] for i in local]
     assert "C7515" not in log, log
     assert "USETMAXREG.DEALLOC.CTAPOOL 0x28" in sass and "USETMAXREG.TRY_ALLOC.CTAPOOL" in sass

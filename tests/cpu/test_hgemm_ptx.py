@@ -7,10 +7,12 @@ setmaxnreg survives into the SASS (the kernel has launch bounds)."""
 from __future__ import annotations
 
 import pytest
-from numba import cuda, types
+from numba import types
 
 from numba_asynccopy import toolchain
 from numba_asynccopy.examples import hgemm
+
+from .helpers import compile_twin, gemm_sass, local_memory_lines
 
 
 @pytest.mark.parametrize("bn,dtype,out,persistent", [
@@ -19,20 +21,13 @@ from numba_asynccopy.examples import hgemm
 def test_hgemm_sass_has_hgmma_no_local_memory_no_c7515(bn, dtype, out, persistent):
     g = hgemm.make_hgemm(bn=bn, dtype=dtype, out=out, persistent=persistent)
     elem = types.uint16 if dtype == "bf16" else types.float16
-    cty = {"float32": types.float32, "float16": types.float16, "bf16": types.uint16}[out]
-    sig = (types.uint64[::1], types.uint64[::1], cty[:, ::1], types.int64)
-    ptx = cuda.compile_ptx(g.kernel.py_func, sig, cc=(9, 0, "a"),
-                           launch_bounds=(hgemm.THREADS, 1))[0]
+    ptx, sass, log = gemm_sass(g.kernel, hgemm.THREADS, out)
     assert f"m64n{bn}k16.f32.{dtype}.{dtype}" in ptx and elem is not None
-    cubin, log = toolchain.assemble(ptx, verbose=True)
-    sass = toolchain.disassemble(cubin)
     ops = toolchain.sass_opcodes(sass)
     assert sum(o.startswith("HGMMA") for o in ops) >= 4, sorted(set(ops))
-    lines = sass.splitlines()
-    local = [i for i, l in enumerate(lines) if "LDL" in l or "STL" in l]
     # the k-loop: from the first HGMMA to the wait that drains the last group
+    lines, local, drained = local_memory_lines(sass)
     first = next(i for i, l in enumerate(lines) if "HGMMA" in l)
-    drained = next(i for i, l in enumerate(lines) if "WARPGROUP.DEPBAR.LE gsb0, 0x0" in l)
     assert first < drained
     assert not [i for i in local if i < drained], [lines[i] for i in local]
     assert "C7515" not in log, log
@@ -52,16 +47,11 @@ def test_hgemm_cluster_k_loop_is_hgmma_with_no_local_memory_no_c7515(dtype):
 
     from .test_examples_ptx import sass_loops
 
-    g = hgemm.make_hgemm(bn=256, dtype=dtype, out="bf16" if dtype == "bf16" else "float16",
-                         persistent=True, cluster=2)
-    cty = types.uint16 if dtype == "bf16" else types.float16
-    sig = (types.uint64[::1], types.uint64[::1], cty[:, ::1], types.int64)
-    ptx = cuda.compile_ptx(g.kernel.py_func, sig, cc=(9, 0, "a"),
-                           launch_bounds=(hgemm.THREADS, 1))[0]
+    out = "bf16" if dtype == "bf16" else "float16"
+    g = hgemm.make_hgemm(bn=256, dtype=dtype, out=out, persistent=True, cluster=2)
+    ptx, sass, log = gemm_sass(g.kernel, hgemm.THREADS, out)
     assert ".reqnctapercluster 2, 1, 1" in ptx and ".multicast::cluster" in ptx
-    cubin, log = toolchain.assemble(ptx, verbose=True)
     assert "C7515" not in log, log
-    sass = toolchain.disassemble(cubin)
     loop = min((L for L in sass_loops(sass) if any(t.startswith("HGMMA") for t in L)), key=len)
     ops = Counter(t.split()[0].split(".")[0] for t in loop if not t.startswith("@"))
     assert ops["HGMMA"] == 4 and ops["LDL"] == ops["STL"] == 0, ops
@@ -70,31 +60,21 @@ def test_hgemm_cluster_k_loop_is_hgmma_with_no_local_memory_no_c7515(dtype):
     assert spilled <= 8, log
 
 
-def test_twin_compiles_for_sm90a_to_the_same_main_loop(tmp_path):
+def test_twin_compiles_for_sm90a_to_the_same_main_loop():
     """The CUDA C++ twin (bench/twins_hgemm.cu) assembles for sm_90a with no
     spills and no C7515, and its persistent bf16 k-loop holds the Numba
     kernel's tensor-core and barrier instructions."""
     import re
-    import subprocess
     from collections import Counter
-
-    from numba_asynccopy.bench.twins import SOURCE, find_nvcc
 
     from .test_examples_ptx import sass_loops
 
-    nvcc = find_nvcc()
-    if nvcc is None:
-        pytest.skip("nvcc not found")
-    cubin = tmp_path / "t.cubin"
-    proc = subprocess.run([nvcc, "-O3", "-std=c++17", "-cubin", "-Xptxas", "-v",
-                           "-gencode=arch=compute_90a,code=sm_90a", "-o", str(cubin),
-                           str(SOURCE.with_name("twins_hgemm.cu"))],
-                          capture_output=True, text=True, timeout=300)
+    proc, cubin = compile_twin("twins_hgemm.cu", timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "C7515" not in proc.stderr and "C7508" not in proc.stderr, proc.stderr
     # 2 dtypes x 3 grids (a block a tile, persistent, 2-CTA clusters)
     assert proc.stderr.count("0 bytes spill stores, 0 bytes spill loads") == 6, proc.stderr
-    sass = toolchain.disassemble(cubin.read_bytes())
+    sass = toolchain.disassemble(cubin)
     fn = re.split(r"\.text\._ZN3hgw5hgemmILb1ELi4ELb1EEEvPKvS2_Ptiii:", sass)[1].split("//----")[0]
 
     def k_loop(text):
@@ -104,10 +84,7 @@ def test_twin_compiles_for_sm90a_to_the_same_main_loop(tmp_path):
 
     twin = k_loop(fn)
     g = hgemm.make_hgemm(bn=256, dtype="bf16", out="bf16", persistent=True)
-    sig = (types.uint64[::1], types.uint64[::1], types.uint16[:, ::1], types.int64)
-    ptx = cuda.compile_ptx(g.kernel.py_func, sig, cc=(9, 0, "a"),
-                           launch_bounds=(hgemm.THREADS, 1))[0]
-    ours = k_loop(toolchain.disassemble(toolchain.assemble(ptx)[0]))
+    ours = k_loop(gemm_sass(g.kernel, hgemm.THREADS, "bf16")[1])
     assert twin["HGMMA"] == ours["HGMMA"] == 4, (twin, ours)
     for op in ("WARPGROUP", "SYNCS", "LDL", "STL"):
         assert twin[op] == ours[op], (op, twin, ours)

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from numba import cuda
 
-import numba_asynccopy as ac
 from numba_asynccopy.examples import conv2d as cv
 
 from ..conftest import SIM
+from ..tc_cases import rounded_inputs as inputs
 
 pytestmark = pytest.mark.gpu
 
@@ -32,14 +32,6 @@ CASES = [
     ((2, 11, 9, 72, 96, 3, 3), (1, 1), (1, 1), (2, 2), "f16", 64, 1, 2),
 ]
 
-
-def inputs(rng, shape, dtype):
-    x = rng.standard_normal(shape).astype(np.float32)
-    if dtype == "bf16":
-        h = ac.bf16_array(x)
-        return h, ac.bf16_values(h)
-    h = x.astype(np.float16)
-    return h, h.astype(np.float32)
 
 
 @pytest.mark.parametrize("shape, stride, padding, dilation, dtype, bn, consumers, ctas", CASES)

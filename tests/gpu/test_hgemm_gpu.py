@@ -29,6 +29,32 @@ def to_bf16_bits(x):
     return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
 
 
+def check_f32(M, N, K, dtype, blocks=None, **make):
+    """C = A @ B (exact sums) through ``make_hgemm(dtype=dtype, **make)`` into
+    a NaN-poisoned float32 C, equal to numpy's."""
+    a, av = inputs((M, K), dtype)
+    b, bv = inputs((K, N), dtype)
+    ref = (av @ bv).astype(np.float32)
+    g = hgemm.make_hgemm(dtype=dtype, **make)
+    c = cuda.to_device(np.full((M, N), np.nan, np.float32))
+    hgemm.run(g, cuda.to_device(a), cuda.to_device(b), c, blocks=blocks)
+    np.testing.assert_array_equal(c.copy_to_host(), ref)
+
+
+def check_converted(M, N, K, out, blocks=None, **make):
+    """The same in bf16 inputs with a 16-bit ``out`` C (poisoned), compared
+    bit for bit with numpy's float32 result rounded to ``out``."""
+    a, av = inputs((M, K), "bf16")
+    b, bv = inputs((K, N), "bf16")
+    ref = (av @ bv).astype(np.float32)
+    g = hgemm.make_hgemm(dtype="bf16", out=out, **make)
+    dt = np.uint16 if out == "bf16" else np.float16
+    c = cuda.to_device(np.full((M, N), 0x7E7E if out == "bf16" else np.nan, dt))
+    hgemm.run(g, cuda.to_device(a), cuda.to_device(b), c, blocks=blocks)
+    want = to_bf16_bits(ref) if out == "bf16" else ref.astype(np.float16)
+    np.testing.assert_array_equal(c.copy_to_host().view(np.uint8), want.view(np.uint8))
+
+
 LARGE = skip_on_sim("large shape: minutes in the simulator (tests/sim/test_sim_wgmma.py and "
                     "the small shapes here run there)")
 
@@ -38,27 +64,12 @@ LARGE = skip_on_sim("large shape: minutes in the simulator (tests/sim/test_sim_w
                                    pytest.param(300, 264, 1000, marks=LARGE)])
 @pytest.mark.parametrize("bn,dtype", [(128, "bf16"), (256, "f16"), (64, "bf16")])
 def test_hgemm_matches_numpy(M, N, K, bn, dtype):
-    a, av = inputs((M, K), dtype)
-    b, bv = inputs((K, N), dtype)
-    ref = (av @ bv).astype(np.float32)
-    g = hgemm.make_hgemm(bn=bn, dtype=dtype)
-    c = cuda.to_device(np.full((M, N), np.nan, np.float32))
-    hgemm.run(g, cuda.to_device(a), cuda.to_device(b), c)
-    np.testing.assert_array_equal(c.copy_to_host(), ref)
+    check_f32(M, N, K, dtype, bn=bn)
 
 
 @pytest.mark.parametrize("out", ["bf16", "float16"])
 def test_hgemm_converted_output(out):
-    M, N, K = 192, 200, 128
-    a, av = inputs((M, K), "bf16")
-    b, bv = inputs((K, N), "bf16")
-    ref = (av @ bv).astype(np.float32)
-    g = hgemm.make_hgemm(bn=128, dtype="bf16", out=out)
-    dt = np.uint16 if out == "bf16" else np.float16
-    c = cuda.to_device(np.full((M, N), 0x7E7E if out == "bf16" else np.nan, dt))
-    hgemm.run(g, cuda.to_device(a), cuda.to_device(b), c)
-    want = to_bf16_bits(ref) if out == "bf16" else ref.astype(np.float16)
-    np.testing.assert_array_equal(c.copy_to_host().view(np.uint8), want.view(np.uint8))
+    check_converted(192, 200, 128, out, bn=128)
 
 
 @pytest.mark.parametrize("M,N,K,blocks", [(128, 256, 64, None),
@@ -69,29 +80,14 @@ def test_hgemm_converted_output(out):
 @pytest.mark.parametrize("bn,dtype", [(256, "bf16"), (128, "f16")])
 def test_hgemm_persistent_matches_numpy(M, N, K, blocks, bn, dtype):
     # non-multiples of the tile, a block walking many tiles (blocks < tiles), the default grid
-    a, av = inputs((M, K), dtype)
-    b, bv = inputs((K, N), dtype)
-    ref = (av @ bv).astype(np.float32)
-    g = hgemm.make_hgemm(bn=bn, dtype=dtype, persistent=True)
-    c = cuda.to_device(np.full((M, N), np.nan, np.float32))
-    hgemm.run(g, cuda.to_device(a), cuda.to_device(b), c, blocks=blocks)
-    np.testing.assert_array_equal(c.copy_to_host(), ref)
+    check_f32(M, N, K, dtype, blocks, bn=bn, persistent=True)
 
 
 @pytest.mark.parametrize("out", ["bf16", "float16"])
 @pytest.mark.parametrize("M,N", [pytest.param(512, 512, marks=LARGE), (200, 264)])
 def test_hgemm_persistent_converted_output(out, M, N):
     # 16-bit stores: the paired fast path (whole 64 x 256 blocks) and the masked edges
-    K = 128
-    a, av = inputs((M, K), "bf16")
-    b, bv = inputs((K, N), "bf16")
-    ref = (av @ bv).astype(np.float32)
-    g = hgemm.make_hgemm(bn=256, dtype="bf16", out=out, persistent=True)
-    dt = np.uint16 if out == "bf16" else np.float16
-    c = cuda.to_device(np.full((M, N), 0x7E7E if out == "bf16" else np.nan, dt))
-    hgemm.run(g, cuda.to_device(a), cuda.to_device(b), c, blocks=2)
-    want = to_bf16_bits(ref) if out == "bf16" else ref.astype(np.float16)
-    np.testing.assert_array_equal(c.copy_to_host().view(np.uint8), want.view(np.uint8))
+    check_converted(M, N, 128, out, 2, bn=256, persistent=True)
 
 
 def test_hgemm_store_into_a_strided_view_takes_the_masked_path():
@@ -118,13 +114,7 @@ def test_hgemm_store_into_a_strided_view_takes_the_masked_path():
 def test_hgemm_cluster_matches_numpy(M, N, K, blocks, dtype):
     # 2-CTA clusters multicasting B: an odd count of m-tiles (the pair's second tile empty),
     # pairs walking several tile pairs, the default grid
-    a, av = inputs((M, K), dtype)
-    b, bv = inputs((K, N), dtype)
-    ref = (av @ bv).astype(np.float32)
-    g = hgemm.make_hgemm(bn=256, dtype=dtype, persistent=True, cluster=2)
-    c = cuda.to_device(np.full((M, N), np.nan, np.float32))
-    hgemm.run(g, cuda.to_device(a), cuda.to_device(b), c, blocks=blocks)
-    np.testing.assert_array_equal(c.copy_to_host(), ref)
+    check_f32(M, N, K, dtype, blocks, bn=256, persistent=True, cluster=2)
 
 
 def test_hgemm_run_refuses_blocks_for_a_kernel_that_is_not_persistent():

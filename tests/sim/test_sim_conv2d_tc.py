@@ -12,16 +12,10 @@ from numba import cuda
 import numba_asynccopy as ac
 from numba_asynccopy.examples import conv2d as cv
 
+from ..tc_cases import rounded_inputs as inputs
+
 pytestmark = pytest.mark.skipif(not ac.sim.ENABLED, reason="simulator test")
 
-
-def inputs(rng, shape, dtype):
-    x = rng.standard_normal(shape).astype(np.float32)
-    if dtype == "bf16":
-        h = ac.bf16_array(x)
-        return h, ac.bf16_values(h)
-    h = x.astype(np.float16)
-    return h, h.astype(np.float32)
 
 
 @pytest.mark.parametrize("shape, stride, padding, dilation, dtype, consumers", [

@@ -13,26 +13,14 @@ from numba import cuda
 import numba_asynccopy as ac
 from numba_asynccopy.host.im2col import numpy_im2col_store
 
+from .. import im2col_cases as cases
+
 pytestmark = pytest.mark.skipif(not ac.sim.ENABLED, reason="simulator test")
 
 PPC, CPP = 16, 8
 
 
-@cuda.jit
-def store_block(tmap, tile_in, coords, reduce):
-    tile = cuda.shared.array((PPC, CPP), np.float32, alignment=128)
-    for i in range(cuda.threadIdx.x, PPC * CPP, cuda.blockDim.x):
-        tile[i // CPP, i % CPP] = tile_in[i // CPP, i % CPP]
-    ac.fence_proxy_async("shared::cta")
-    cuda.syncthreads()
-    if cuda.threadIdx.x == 0:
-        c = (coords[0], coords[1], coords[2], coords[3])
-        if reduce:
-            ac.cp_reduce_async_bulk_tensor_im2col(tmap, c, tile, "add")
-        else:
-            ac.cp_async_bulk_tensor_store_im2col(tmap, c, tile)
-        ac.bulk_commit_group()
-        ac.bulk_wait_group(0)
+store_block = cases.make_store_block(PPC, CPP)
 
 
 def test_store_writes_consecutive_pixels_in_raster_order():

@@ -190,54 +190,42 @@ def test_a_stage_released_while_a_wgmma_reads_it(early):
         np.testing.assert_array_equal(c, (av @ btv.T).astype(np.float32))
 
 
-def test_hgemm_example_matches_numpy_at_a_small_edge_shape():
+def check_hgemm(M: int, N: int, K: int, blocks: int | None = None, bind: bool = False,
+                **make) -> None:
+    """C = A @ B of random bf16 A and B (exact sums) through the hgemm
+    example built with ``make``: launched by ``run`` (on ``blocks`` blocks)
+    or through ``bind``, into a NaN-poisoned C."""
     from numba_asynccopy.examples import hgemm
 
-    M, N, K = 136, 72, 80
     a, av = bf16((M, K))
     b, bv = bf16((K, N))
     c = cuda.to_device(np.full((M, N), np.nan, np.float32))
-    hgemm.run(hgemm.make_hgemm(bn=64, stages=2), cuda.to_device(a), cuda.to_device(b), c)
+    args = (hgemm.make_hgemm(**make), cuda.to_device(a), cuda.to_device(b), c)
+    if bind:
+        hgemm.bind(*args)()
+    elif blocks is not None:
+        hgemm.run(*args, blocks=blocks)
+    else:
+        hgemm.run(*args)
     np.testing.assert_array_equal(c.copy_to_host(), (av @ bv).astype(np.float32))
+
+
+def test_hgemm_example_matches_numpy_at_a_small_edge_shape():
+    check_hgemm(136, 72, 80, bn=64, stages=2)
 
 
 def test_hgemm_persistent_example_matches_numpy_walking_several_tiles_a_block():
-    from numba_asynccopy.examples import hgemm
-
     # 3 x 2 tiles of 128 x 64 on two blocks: each walks three, its ring running on across them
-    M, N, K = 300, 120, 136
-    a, av = bf16((M, K))
-    b, bv = bf16((K, N))
-    c = cuda.to_device(np.full((M, N), np.nan, np.float32))
-    hgemm.run(hgemm.make_hgemm(bn=64, stages=2, persistent=True), cuda.to_device(a),
-              cuda.to_device(b), c, blocks=2)
-    np.testing.assert_array_equal(c.copy_to_host(), (av @ bv).astype(np.float32))
+    check_hgemm(300, 120, 136, blocks=2, bn=64, stages=2, persistent=True)
 
 
 def test_hgemm_bind_matches_numpy():
-    from numba_asynccopy.examples import hgemm
-
-    M, N, K = 72, 64, 40
-    a, av = bf16((M, K))
-    b, bv = bf16((K, N))
-    c = cuda.to_device(np.full((M, N), np.nan, np.float32))
-    go = hgemm.bind(hgemm.make_hgemm(bn=64, stages=2, persistent=True), cuda.to_device(a),
-                    cuda.to_device(b), c)
-    go()
-    np.testing.assert_array_equal(c.copy_to_host(), (av @ bv).astype(np.float32))
+    check_hgemm(72, 64, 40, bind=True, bn=64, stages=2, persistent=True)
 
 
 def test_hgemm_cluster_example_matches_numpy_with_an_odd_count_of_m_tiles():
-    from numba_asynccopy.examples import hgemm
-
     # 3 m-tiles: the second pair's second CTA has no rows (zero-filled loads, no stores)
-    M, N, K = 300, 64, 72
-    a, av = bf16((M, K))
-    b, bv = bf16((K, N))
-    c = cuda.to_device(np.full((M, N), np.nan, np.float32))
-    hgemm.run(hgemm.make_hgemm(bn=128, stages=2, persistent=True, cluster=2), cuda.to_device(a),
-              cuda.to_device(b), c, blocks=2)
-    np.testing.assert_array_equal(c.copy_to_host(), (av @ bv).astype(np.float32))
+    check_hgemm(300, 64, 72, blocks=2, bn=128, stages=2, persistent=True, cluster=2)
 
 
 # --- f16 accumulation -------------------------------------------------------------------
