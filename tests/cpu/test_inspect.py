@@ -163,10 +163,10 @@ def test_opcode_text_maps_to_its_forms_row(opcode, key):
 
 
 def test_an_opcode_outside_the_table_is_listed_without_requirements():
-    # the im2col_no_offs mode of the tensor store has no row (and no intrinsic) yet
-    op = "cp.async.bulk.tensor.3d.global.shared::cta.im2col_no_offs.bulk_group"
-    ptx = (f".version 8.0\n.target sm_90\n\t{op} "
-           "[%rd1, {%r1, %r2, %r3}], [%r4];\n\tadd.s32 %r1, %r2, %r3;\n")
+    # the tile::scatter4 mode of the tensor store (sm_100a) has no row (and no intrinsic) yet
+    op = "cp.async.bulk.tensor.2d.global.shared::cta.tile::scatter4.bulk_group"
+    ptx = (f".version 8.6\n.target sm_100a\n\t{op} "
+           "[%rd1, {%r1, %r2, %r3, %r5, %r6}], [%r4];\n\tadd.s32 %r1, %r2, %r3;\n")
     lines, sregs = parse_ptx(ptx)
     assert [pl.opcode for pl in lines] == [op]
     (ins,) = tally(lines, sregs)
