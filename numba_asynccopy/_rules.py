@@ -180,6 +180,11 @@ im2col_start = _rule(
     "im2col_start",
     "`coords`[{axis}]={coord} is outside the im2col bounding box {lo}..{hi} of that axis "
     "(the first pixel of a load must lie in it; PTX leaves anything else undefined)")
+im2col_store_corners = _rule(
+    "im2col_store_corners",
+    "an im2col store or reduction needs a map whose pixel-box corners are all zero "
+    "(lower_corner and upper_corner of zeros); this map's are not (on the H200 every store "
+    "and reduction through such a map failed the launch with an illegal instruction)")
 
 # Asynchronous copies in flight (the simulator, at issue time).
 tx_overflow = _rule(

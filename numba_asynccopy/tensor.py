@@ -54,6 +54,7 @@ from .host._tensor_spec import (
     W_MAGIC,
     W_RANK,
     W_IM2COL_BOX,
+    W_IM2COL_CORNERS,
     W_MODE,
     W_SMEM_ALIGN,
 )
@@ -407,6 +408,11 @@ def _lower_store(context, builder, sig, args, o: TensorOptions, api: str, policy
     cs = coords_values(context, builder, sig.args[1], args[1], api)
     if _checked._note_compiled() and o.im2col:
         check_inner_coord(context, builder, api, m, cs[0])
+        # Measured on the H200: a store or reduction through a map with a
+        # nonzero pixel-box corner fails the launch with an illegal instruction
+        corners = builder.load(builder.gep(m.data, [ir.Constant(I64, W_IM2COL_CORNERS)]))
+        trap_if(context, builder, builder.icmp_unsigned("!=", corners, ir.Constant(I64, 0)), api,
+                _rules.im2col_store_corners(), [])
         check_im2col_start(context, builder, api, m, cs)
     elif _checked._note_compiled():
         check_inner_coord(context, builder, api, m, cs[0])
@@ -927,6 +933,7 @@ _checked.declare(_IM2COL_STORES, "tensor_map", _rules.tensor_map_words, words="�
                  need=BUFFER_WORDS)
 _checked.declare(_IM2COL_STORES, "tensor_map", _rules.tensor_map_magic)
 _checked.declare(_IM2COL_STORES, "tensor_map", _rules.tensor_map_mode, mode="…", need=1)
+_checked.declare(_IM2COL_STORES, "tensor_map", _rules.im2col_store_corners)
 _checked.declare(_IM2COL_STORES, "coords", _rules.tensor_rank, rank="len(coords)", map_rank="…")
 _checked.declare(_IM2COL_STORES, "coords", _rules.tensor_inner_coord, coord="…", itemsize="…")
 _checked.declare(_IM2COL_STORES, "coords", _rules.im2col_start, axis="k", coord="…", lo="…",

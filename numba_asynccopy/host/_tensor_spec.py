@@ -26,6 +26,7 @@ MAGIC = 0x414D54434E594341  # "ACYNCTMA" little-endian: marks a TensorMap buffer
 W_MAGIC, W_RANK, W_ITEMSIZE, W_SMEM_ALIGN, W_BOX_BYTES, W_DTYPE, W_BOX = 16, 17, 18, 19, 20, 21, 22
 W_MODE = 27  # 0: tiled, 1: im2col (after the five box words)
 W_IM2COL_BOX = 28  # im2col: per spatial axis, (last << 32) | (first & 0xFFFFFFFF) of the box
+W_IM2COL_CORNERS = 31  # im2col: 1 when a pixel-box corner is not zero (no stores through it)
 
 # CUtensorMapDataType values (cuda.h ABI).
 DTYPE_CODES = {

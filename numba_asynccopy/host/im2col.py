@@ -75,7 +75,13 @@ class Im2colSpec(_tm.TensorMapSpec):
         words[_tm.W_MODE - 16] = MODE_IM2COL
         for a, (lo, hi) in enumerate(self.spatial_box()):  # checked mode's bounding-box rule
             words[_tm.W_IM2COL_BOX - 16 + a] = ((hi & 0xFFFFFFFF) << 32) | (lo & 0xFFFFFFFF)
+        words[_tm.W_IM2COL_CORNERS - 16] = int(not self.zero_corners())  # the stores' rule
         return words
+
+    def zero_corners(self) -> bool:
+        """Every pixel-box corner zero: the maps im2col stores and reductions
+        accept (measured on the H200)."""
+        return not any(self.lower_corner) and not any(self.upper_corner)
 
     def spatial_box(self) -> tuple[tuple[int, int], ...]:
         """Per spatial axis (array order), the first and last position of

@@ -42,6 +42,7 @@ from ._tensor_spec import (  # noqa: F401
     W_BOX,
     W_MODE,
     W_IM2COL_BOX,
+    W_IM2COL_CORNERS,
     DTYPE_CODES,
     FLOAT_CODES,
     SWIZZLE_CODES,

@@ -427,6 +427,8 @@ def _store_im2col(api, m, cs, s, o, dtype_code=None):
     _check_space(api, "src", s, "shared")
     _check_space(api, "tensor_map", m, "global")
     tmap = _check_map(api, m, len(cs), s, "src", dtype_code, mode=_im2col.MODE_IM2COL)
+    if not tmap.spec.zero_corners():
+        raise rt.violation(api, _rules.im2col_store_corners())
     c, _ = _im2col_args(api, m, tmap, cs, ())
     spec, t = tmap.spec, tmap.tensor
     sb = _tile_bytes(s)

@@ -65,8 +65,9 @@ def test_checked_mode_checks_the_map_mode_and_the_first_pixel():
     ptx = compile_kernel("ac.cp_async_bulk_tensor_store_im2col(tm, (c[0], c[1], c[2], c[3]), sh)",
                          checked=True)
     # word 27 (byte 216): the load mode; words 28, 29 (bytes 224, 232): the
-    # bounding box of h and w, for the first pixel (as the loads check them)
-    for byte in (216, 224, 232):
+    # bounding box of h and w, for the first pixel (as the loads check them);
+    # word 31 (byte 248): a nonzero pixel-box corner, which stores refuse
+    for byte in (216, 224, 232, 248):
         assert re.search(rf"ld(?:\.global)?\.u64\s+{RD}, \[{RD}\+{byte}\];", ptx), byte
     sass(ptx)
 

@@ -70,6 +70,11 @@ PINNED: dict[str, list[tuple[dict, str]]] = {
          "`coords`[2]=9 is outside the im2col bounding box -1..6 of that axis (the first pixel "
          "of a load must lie in it; PTX leaves anything else undefined)"),
     ],
+    "im2col_store_corners": [
+        (dict(), "an im2col store or reduction needs a map whose pixel-box corners are all zero "
+         "(lower_corner and upper_corner of zeros); this map's are not (on the H200 every store "
+         "and reduction through such a map failed the launch with an illegal instruction)"),
+    ],
     "outside_range": [
         (dict(name="count", value=1048576, lo=1, hi=1048575),
          "`count`=1048576 is outside 1..1048575"),

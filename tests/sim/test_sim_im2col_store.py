@@ -39,24 +39,26 @@ def test_store_writes_consecutive_pixels_in_raster_order():
     np.testing.assert_array_equal(got, want.reshape(y.shape))
 
 
-def test_store_with_padding_and_stride_and_a_reduction():
+def test_store_with_stride_and_a_reduction():
     rng = np.random.default_rng(2)
     y = np.zeros((1, 7, 6, 8), np.float32)
-    lo, up = ac.conv_corners((3, 3), padding=1)
     tile = rng.standard_normal((PPC, CPP)).astype(np.float32)
     for reduce in (False, True):
         base = np.ones_like(y) if reduce else np.zeros_like(y)
         d = cuda.to_device(base)
         tmap = ac.TensorMap.im2col(d, channels_per_pixel=CPP, pixels_per_column=PPC,
-                                   lower_corner=lo, upper_corner=up, element_strides=(1, 2, 2, 1))
-        store_block[1, 32](tmap, tile, np.array([0, -1, -1, 0], np.int32), reduce)
+                                   lower_corner=(0, 0), upper_corner=(0, 0),
+                                   element_strides=(1, 2, 2, 1))
+        store_block[1, 32](tmap, tile, np.array([0, 1, 1, 0], np.int32), reduce)
         want = base.copy()
-        numpy_im2col_store(want, tile, (0, -1, -1, 0), tmap.spec,
+        numpy_im2col_store(want, tile, (0, 1, 1, 0), tmap.spec,
                            (lambda old, new: old + new) if reduce else None)
         np.testing.assert_array_equal(d.copy_to_host(), want)
-        # the block's first pixel is padding: nothing lands at (-1, -1); (1, 1) gets pixel 4
-        # (the traversal (-1,-1), (-1,1), (-1,3), (1,-1), (1,1) with stride 2)
-        np.testing.assert_array_equal(want[0, 1, 1], base[0, 1, 1] + tile[4])
+        # stride 2 from (1, 1): (1, 1), (1, 3), (1, 5), then the next row from the box's
+        # first column: (3, 0), (3, 2), ... (the order the H200 wrote, the probe's cases)
+        np.testing.assert_array_equal(want[0, 1, 3], base[0, 1, 3] + tile[1])
+        np.testing.assert_array_equal(want[0, 3, 0], base[0, 3, 0] + tile[3])
+        assert np.array_equal(want[0, 2], base[0, 2])  # the rows between are not written
 
 
 @cuda.jit
@@ -90,10 +92,26 @@ def test_buggy_stores_fail_with_the_named_rule():
     d = cuda.to_device(np.zeros((1, 4, 4, 8), np.float32))
     tiled = ac.TensorMap(d, (1, 4, 4, 8))
     im2col = ac.TensorMap.im2col(d, channels_per_pixel=CPP, pixels_per_column=PPC,
+                                 lower_corner=(0, 0), upper_corner=(0, 0))
+    padded = ac.TensorMap.im2col(d, channels_per_pixel=CPP, pixels_per_column=PPC,
                                  lower_corner=(-1, -1), upper_corner=(-1, -1))
     with pytest.raises(ac.sim.SimulatorError, match="load mode 0 but this copy needs mode 1"):
         store_tiled_map[1, 32](tiled)
-    with pytest.raises(ac.sim.SimulatorError, match="outside the im2col bounding box -1..2"):
+    with pytest.raises(ac.sim.SimulatorError, match="outside the im2col bounding box 0..3"):
         store_outside[1, 32](im2col)
     with pytest.raises(ac.sim.SimulatorError, match="box"):
         store_small_tile[1, 32](im2col)
+
+
+@pytest.mark.parametrize("reduce", [False, True])
+def test_a_store_through_a_map_with_corners_is_refused(reduce):
+    # the corners of a padded 3x3 convolution: loads take them, stores do not
+    d = cuda.to_device(np.zeros((1, 7, 6, 8), np.float32))
+    lo, up = ac.conv_corners((3, 3), padding=1)
+    tmap = ac.TensorMap.im2col(d, channels_per_pixel=CPP, pixels_per_column=PPC,
+                               lower_corner=lo, upper_corner=up)
+    with pytest.raises(ac.sim.SimulatorError, match=(
+            "cp_(async_bulk_tensor_store|reduce_async_bulk_tensor)_im2col: an im2col store or "
+            "reduction needs a map whose pixel-box corners are all zero")):
+        store_block[1, 32](tmap, np.ones((PPC, CPP), np.float32), np.array([0, 1, 1, 0], np.int32),
+                           reduce)
