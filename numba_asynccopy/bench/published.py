@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: results files (repository paths), newest first: a row comes from the
 #: first file that measured both its sides
 RESULTS: tuple[str, ...] = (
+    "benchmarks/h200-2026-12-02/fp8/results.json",
     "benchmarks/h200-2026-12-02/hgemm/run3.json",
     "benchmarks/h200-2026-12-02/conv2d/run2-conv2d.json",
     "benchmarks/h200-2026-12-02/results.json",
@@ -69,6 +70,8 @@ HEADLINE: tuple[tuple[str, str, str, str], ...] = (
      "cudnn_conv_bf16_56x56_c64_b32", "cuDNN bf16 (torch conv2d, channels_last)"),
     ("conv2d bf16 28x28 C=K=128 3x3, batch 128 (wgmma)", "numba_conv_tc_bf16_28x28_c128_b128",
      "cudnn_conv_bf16_28x28_c128_b128", "cuDNN bf16 (torch conv2d, channels_last)"),
+    ("fp8 e4m3 GEMM 8192^3 (wgmma, information)", "numba_fp8_gemm_8192", "cublas_fp8_gemm_8192",
+     "cuBLAS fp8 (torch._scaled_mm)"),
     ("bf16 GEMM 8192^3 (mma.sync, sm_80 way)", "numba_hgemm_sm80_bf16_8192", "twin_hgemm_sm80_bf16_8192",
      "the same GEMM, CUDA C++"),
 )
