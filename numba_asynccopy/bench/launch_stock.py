@@ -7,9 +7,14 @@ this file imports nothing from it.  It times ``vadd[blocks, 128](a, b, out)``
 (the launch benchmark's kernel) as the benchmark's recorder times every
 row: batches of up to 64 launches between two CUDA events, one untimed
 launch before each batch, and prints one JSON line: per-launch times (ms)
-of every batch, whether the package was imported, and whether numba-cuda's
-``_Kernel.launch`` was hooked.  The benchmark runs the two kinds of process
-alternately and compares their medians.
+of every batch, the host's own time per launch in each batch (from the
+first launch call to the return of the last, before the stop event: what
+the launches cost the CPU, whatever the GPU does meanwhile), whether the
+package was imported, and whether numba-cuda's ``_Kernel.launch`` was
+hooked.  Before timing, the process launches for ``--warmup-s`` seconds
+(at least ``--warmup`` launches): a process that starts on an idle GPU
+times its first batches at the GPU's idle clock otherwise.  The benchmark
+runs the two kinds of process alternately and compares their medians.
 
 Example::
 
@@ -23,13 +28,16 @@ import argparse
 import json
 import math
 import sys
+import time
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--blocks", type=int, default=528)
     p.add_argument("--reps", type=int, default=25)
-    p.add_argument("--warmup", type=int, default=50)
+    p.add_argument("--warmup", type=int, default=50, help="untimed launches first (at least)")
+    p.add_argument("--warmup-s", type=float, default=0.5,
+                   help="and untimed launches for at least this many seconds")
     p.add_argument("--path", default=None, help="a folder to put first on sys.path (both kinds)")
     p.add_argument("--import-package", action="store_true", help="import numba_asynccopy first")
     args = p.parse_args(argv)
@@ -56,23 +64,32 @@ def main(argv: list[str] | None = None) -> int:
     if not np.array_equal(out.copy_to_host(), 3 * ha):
         print(json.dumps({"error": "vadd wrote wrong sums"}))
         return 1
-    for _ in range(args.warmup):
-        k[blocks, 128](a, b, out)
-    cuda.synchronize()
+    t_end = time.perf_counter() + args.warmup_s
+    done = 0
+    while done < args.warmup or time.perf_counter() < t_end:
+        for _ in range(16):
+            k[blocks, 128](a, b, out)
+        done += 16
+        cuda.synchronize()
     start, stop = cuda.event(), cuda.event()
     batch = 64
-    times = []
+    times, host = [], []
     for _ in range(args.reps):
         k[blocks, 128](a, b, out)
         start.record()
+        t0 = time.perf_counter_ns()
         for _ in range(batch):
             k[blocks, 128](a, b, out)
+        t1 = time.perf_counter_ns()
         stop.record()
         stop.synchronize()
         times.append(cuda.event_elapsed_time(start, stop) / batch)
+        host.append((t1 - t0) / batch / 1e6)
     assert all(math.isfinite(t) for t in times)
     print(json.dumps({
         "times_ms": times,
+        "host_ms": host,
+        "warmup_launches": done,
         "imported": "numba_asynccopy" in sys.modules,
         "hooked": hasattr(dispatcher._Kernel.launch, "__wrapped__"),
     }))

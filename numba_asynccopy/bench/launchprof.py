@@ -174,12 +174,16 @@ PROCESS_ROWS = {
 }
 
 
-def stock_vs_imported(blocks: int, reps: int, rounds: int = 3) -> dict[str, list[float]]:
+def stock_vs_imported(blocks: int, reps: int, rounds: int = 3,
+                      processes: list[dict] | None = None) -> dict[str, list[float]]:
     """Per-launch times (ms) of ``vadd[blocks, 128]`` in fresh processes
     (``launch_stock.py``), one that never imports the package and one that
     imports it first, run alternately ``rounds`` times each: key of
-    :data:`PROCESS_ROWS` -> every batch's time.  Raises RuntimeError when a
-    process fails or was not what it claims (imported, hooked)."""
+    :data:`PROCESS_ROWS` -> every batch's time.  ``processes``, when given,
+    gets one summary per process in the order they ran (``key``, median and
+    best batch, median host time per launch, all in ms).  Raises
+    RuntimeError when a process fails or was not what it claims (imported,
+    hooked)."""
     import json
     import subprocess
     from pathlib import Path
@@ -201,6 +205,10 @@ def stock_vs_imported(blocks: int, reps: int, rounds: int = 3) -> dict[str, list
             if res["imported"] != imported or res["hooked"] != imported:
                 raise RuntimeError(f"{script.name}: expected imported={imported}, got {res}")
             out[key] += res["times_ms"]
+            if processes is not None:
+                processes.append({"key": key, "median_ms": statistics.median(res["times_ms"]),
+                                  "best_ms": min(res["times_ms"]),
+                                  "host_median_ms": statistics.median(res["host_ms"])})
     return out
 
 
@@ -263,12 +271,16 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     if ref is None:
         print("  (torch with CUDA is not installed: no torch.add reference)")
-    procs = stock_vs_imported(blocks, args.batches * 5)
+    each: list[dict] = []
+    procs = stock_vs_imported(blocks, args.batches * 5, processes=each)
     pmed = {k: statistics.median(v) * 1e3 for k, v in procs.items()}
     print("Numba's own launch in fresh processes, 3 of each kind alternately (CUDA events, "
           "batches of 64; median / best batch):")
     for key, (label, _) in PROCESS_ROWS.items():
         print(f"  {label}  {pmed[key]:7.2f} / {min(procs[key]) * 1e3:7.2f} us per launch")
+    for p in each:
+        print(f"    {p['key']:22s} process: {p['median_ms'] * 1e3:7.2f} us median, host "
+              f"{p['host_median_ms'] * 1e3:7.2f} us per launch")
     print(f"  after import / stock: {pmed['numba_launch_imported'] / pmed['numba_launch_stock']:.3f}")
     print()
     print(_profile(rows["ac_launch_plain"][1], n, args.top, rows["ac_launch_plain"][0]))

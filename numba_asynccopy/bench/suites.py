@@ -538,12 +538,16 @@ def suite_cluster(r: Recorder) -> None:
                 continue
             r.measure(key, label, impl, "ms", 0.0, launch, lambda k=key: check_sum(k), config=lconf)
         # the same plain launch in fresh processes, with and without the package
-        procs = stock_vs_imported(blocks, r.reps)
+        each: list[dict] = []
+        procs = stock_vs_imported(blocks, r.reps, processes=each)
         for key, (label, imported) in PROCESS_ROWS.items():
+            mine = [p for p in each if p["key"] == key]
             r.record_times(key, label, "numba", "ms", 0.0, procs[key],
                            check="vadd's sums checked in each of 3 processes; imported="
                                  f"{imported}, _Kernel.launch hooked={imported}",
-                           config={**lconf, "processes": 3})
+                           config={**lconf, "processes": len(mine),
+                                   "process_median_ms": [p["median_ms"] for p in mine],
+                                   "process_host_ms": [p["host_median_ms"] for p in mine]})
     except Exception as e:
         for key in keys:
             if key not in r.results:

@@ -128,3 +128,35 @@ def test_the_benchmark_compares_import_cost_and_the_bare_launcher():
     bare = rows[("ac_launch_plain", "core_launch_bare")]
     assert bare.verdict == "info" and bare.ratio == pytest.approx(2.2)
     assert rows[("torch_launch_add", "core_launch_bare")].verdict == "info"
+
+
+def test_the_process_rows_keep_each_process_and_its_host_time(monkeypatch):
+    """``stock_vs_imported`` runs the two kinds alternately and keeps, per
+    process, the median batch, the best batch and the host's own time per
+    launch (``launch_stock.py``'s ``host_ms``), so a slow process shows."""
+    import json
+    import subprocess
+    from types import SimpleNamespace
+
+    from numba_asynccopy.bench import launchprof
+
+    ran = []
+
+    def run(cmd, **kw):
+        imported = "--import-package" in cmd
+        ran.append(imported)
+        slow = imported and len(ran) == 4  # the second imported process
+        ev = [0.040, 0.042, 0.044] if slow else [0.028, 0.027, 0.029]
+        return SimpleNamespace(returncode=0, stderr="", stdout=json.dumps({
+            "times_ms": ev, "host_ms": [0.026, 0.026, 0.027], "imported": imported,
+            "hooked": imported}) + "\n")
+
+    monkeypatch.setattr(subprocess, "run", run)
+    each = []
+    out = launchprof.stock_vs_imported(528, 3, processes=each)
+    assert ran == [False, True] * 3
+    assert [p["key"] for p in each] == ["numba_launch_stock", "numba_launch_imported"] * 3
+    assert each[3]["median_ms"] == pytest.approx(0.042) and each[3]["best_ms"] == pytest.approx(0.040)
+    assert all(p["host_median_ms"] == pytest.approx(0.026) for p in each)
+    assert len(out["numba_launch_imported"]) == 9
+
