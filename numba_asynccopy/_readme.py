@@ -32,6 +32,8 @@ PARTS: dict[str, Callable[[], str]] = {
     "bench-misses": published.misses,
     "bench-idioms": published.idioms_table,
     "bench-notes-2026-12-02": published.notes_2026_12_02,
+    "bench-facts-ab": published.facts_ab_table,
+    "bench-launch": published.launch_diag_table,
 }
 
 

@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: results files (repository paths), newest first: a row comes from the
 #: first file that measured both its sides
 RESULTS: tuple[str, ...] = (
+    "benchmarks/h200-2026-12-02b/perf/results.json",
     "benchmarks/h200-2026-12-02/fp8/results.json",
     "benchmarks/h200-2026-12-02/hgemm/run3.json",
     "benchmarks/h200-2026-12-02/conv2d/run2-conv2d.json",
@@ -311,7 +312,8 @@ SASS differs in the store's base register and offsets, -8..+4 instead of
 0..+12, and in the mbarrier port's order); why the L2 then merges fewer of
 the partial-sector writes is not established.  The single-stage, pipeline
 and run-time-depth ports get the same store pattern and meet 0.97, so the
-`range()` fact stays on by default; the A/B for every port is the next run.
+`range()` fact stays on by default; the A/B for every port is in the next
+section.
 
 Where the rest of the mbarrier port's gap is (rewrites timed beside the
 original, not idioms: `ab_facts.VARIANTS`): uint32 counters alone
@@ -327,3 +329,107 @@ both rewrites: 47 and 62).  Issue slots busy {ncu:port_mbarrier/Issue Slots Busy
 
 def notes_2026_12_02() -> str:
     return fill(NOTES_2026_12_02).rstrip("\n")
+
+
+#: the facts A/B of every idiom port (2026-12-02, second run): all facts but
+#: ``range()``, and none, one process each; every fact is the idioms suite of
+#: the same run (:data:`FACTS_AB_RUN`)
+FACTS_AB = "benchmarks/h200-2026-12-02b/perf/ab-facts.jsonl"
+FACTS_AB_RUN = "benchmarks/h200-2026-12-02b/perf/results.json"
+_NO_RANGE = "assume+sreg+unroll"
+
+
+@lru_cache(maxsize=None)
+def facts_ab_lines() -> dict[tuple[str, str], dict]:
+    """(port, facts joined by ``+`` or ``none``) -> that line of :data:`FACTS_AB`."""
+    out = {}
+    for line in (ROOT / FACTS_AB).read_text().splitlines():
+        if line.strip():
+            d = json.loads(line)
+            out[(d["port"], "+".join(d["facts"]) or "none")] = d
+    return out
+
+
+def facts_ab_table() -> str:
+    """Every idiom port against its CUDA C++ original with every fact (the
+    benchmark's idioms suite), without the ``range()`` fact and with none,
+    all from one run; then which rows the ``range()`` fact moves."""
+    from .idioms import PORTS
+
+    ab = facts_ab_lines()
+    run = load(FACTS_AB_RUN)
+    lines = ["| port | every fact | all but `range` | none |", "|---|---|---|---|"]
+    gains, losses = [], []
+    for c in comparisons(False):
+        if not c.benchmark.startswith("idiom:"):
+            continue
+        port = c.subject[len("numba_idiom_"):]
+        if port not in PORTS:
+            continue
+        r, _ = row(c.subject, c.peer, (FACTS_AB_RUN,))
+        cells = [f"{ab[(port, f)]['ratio']:.3f}" if (port, f) in ab else "-" for f in (_NO_RANGE, "none")]
+        lines.append(f"| {c.benchmark[len('idiom: '):]} | {r.ratio:.3f} | {cells[0]} | {cells[1]} |")
+        if (port, _NO_RANGE) in ab:
+            d = r.ratio - ab[(port, _NO_RANGE)]["ratio"]
+            if abs(d) >= 0.005:
+                (gains if d > 0 else losses).append(f"{port} {d:+.3f}")
+    return ("\n".join(lines) + f"\n\nRun {run['date']}; each ratio the median of three alternated rounds "
+            f"against the original.  What the `range()` fact moves (every fact minus all but `range`, "
+            f"0.005 or more): {', '.join(gains) or 'nothing'} up; {', '.join(losses) or 'nothing'} down.")
+
+
+#: the launch diagnosis (``benchmarks/h200-2026-12-02b/perf/launch_diag.py``):
+#: one JSON line per fresh process
+LAUNCH_DIAG = "benchmarks/h200-2026-12-02b/perf/launch-diag.jsonl"
+
+#: docs/benchmarks.md, "Launch": the launch rows of the newest run, then the
+#: diagnosis (:func:`launch_diag_table`)
+LAUNCH = """\
+`ac.launch` stays under its 1.5x of `torch.add`
+({ratio:ac_launch_plain/torch_launch_add}x; {figure:ac_launch_plain/torch_launch_add} against
+{peer:ac_launch_plain/torch_launch_add}); the bare cuda.core launcher
+({peer:ac_launch_plain/core_launch_bare}) is the floor both sit above.  The row "Numba's own
+after import numba_asynccopy" times `vadd[528, 128](a, b, out)` in fresh
+processes (`bench/launch_stock.py`, three of each kind, alternated, each
+launching for 0.5 s before it times): {figure:numba_launch_imported/numba_launch_stock} after the import against
+{peer:numba_launch_imported/numba_launch_stock} stock, {ratio:numba_launch_imported/numba_launch_stock}x against 1.03.
+
+The first run's miss (42.6 us against 27.8 us) is not the hook.  A
+process's launches run at one of two speeds, about 28 us and 42-53 us,
+and the slow speed is not the package's: in the diagnosis below
+(`launch_diag.py`: stock processes, processes after the import, and
+processes after the import with numba-cuda's own `_Kernel.launch` put
+back, alternated) a stock process and an unhooked one were slow
+throughout; the host's own time per launch equals the events' time (the
+CPU is the bound, not the GPU, whose SM clock read 1980 MHz throughout);
+a slow process's cProfile is the same calls as a fast one's, each
+slower.  The hook adds one Python call a launch (cProfile: 2000 calls
+more for 2000 launches) and nothing else: a fast imported process and a
+fast unhooked one of the same round differ by 0.2 us.  Both imported
+processes were slow right after their first launches (cold), one of them
+fast after 0.5 s of launching; with two processes a kind that is a hint,
+not a finding.  In the benchmark's run one imported process of three was
+slow (per-process medians in the row's `config`), and so was the
+benchmark's own process, where Numba's launch took {figure:numba_launch_plain/torch_launch_add}: its
+in-process launch rows are all slower than the first run's, their ratios
+are what compares.
+"""
+
+
+def launch_diag_table() -> str:
+    """The launch diagnosis: each fresh process's median time per launch
+    (events and host), cold (after 50 launches) and warm (after 0.5 s more),
+    in the order the processes ran; then :data:`LAUNCH` filled in."""
+    lines = ["| process | round | cold: events / host (us) | warm: events / host (us) | hooked |",
+             "|---|---|---|---|---|"]
+    for line in (ROOT / LAUNCH_DIAG).read_text().splitlines():
+        if not line.startswith("{"):
+            continue
+        d = json.loads(line)
+        if "error" in d:
+            lines.append(f"| {d['kind']} | - | error | error | - |")
+            continue
+        c, w = d["cold"], d["warm"]
+        lines.append(f"| {d['kind']} | {d['round']} | {c['event_median']:.1f} / {c['host_median']:.1f} | "
+                     f"{w['event_median']:.1f} / {w['host_median']:.1f} | {d['hooked']} |")
+    return fill(LAUNCH) + "\n" + "\n".join(lines)

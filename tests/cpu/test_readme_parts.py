@@ -19,7 +19,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PAGES = {"docs/reference/features.md": ["feature-table"],
          "docs/tutorial/checked-mode.md": ["checked-table"],
          "README.md": ["bench-headline"],
-         "docs/benchmarks.md": ["bench-table", "bench-misses", "bench-idioms", "bench-notes-2026-12-02"]}
+         "docs/benchmarks.md": ["bench-table", "bench-misses", "bench-idioms", "bench-notes-2026-12-02",
+                                "bench-facts-ab", "bench-launch"]}
 
 
 @pytest.mark.parametrize("page", sorted(PAGES))
