@@ -359,6 +359,12 @@ _ROWS = [
        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote]{, count};",
        "8.0", 90, ("mbarrier_arrive_remote", "mbarrier_arrive"), "cluster", operands=("_", "[remote]", "count"),
        example="ac.mbarrier_arrive_remote(bars[0:], 1)"),
+    # PTX's default ordering of the remote arrive (CUTLASS's ClusterBarrier::arrive(cta_id)):
+    # no GPU-scope fence before it, for a release that publishes no writes to the peer
+    _F("mbarrier.arrive.remote.cta", "mbarrier.arrive.release.cta.shared::cluster.b64",
+       "mbarrier.arrive.release.cta.shared::cluster.b64 _, [remote]{, count};",
+       "8.0", 90, ("mbarrier_arrive",), "cluster", operands=("_", "[remote]", "count"),
+       example="ac.mbarrier_arrive(bars[0:], cta_rank=1, scope='cta')"),
     _F("mbarrier.expect_tx.remote", "mbarrier.expect_tx.relaxed.cluster.shared::cluster.b64",
        "mbarrier.expect_tx.relaxed.cluster.shared::cluster.b64 [remote], tx;",
        "8.0", 90, ("mbarrier_expect_tx_remote", "mbarrier_expect_tx"), "cluster", operands=("[remote]", "tx"),

@@ -170,10 +170,13 @@ class RemoteForm:
     sems: tuple[str, ...]  # the ``sem`` values it accepts (() where there is no ``sem``)
     scopes: tuple[str, ...]
     default_value: int | None  # a value PTX leaves out when it is this (a count of 1)
+    # (scope, row): a scope other than the first of ``scopes`` emits its own row
+    by_scope: tuple[tuple[str, str], ...] = ()
 
 
 _REMOTE = {
-    "mbarrier_arrive": RemoteForm("mbarrier.arrive.remote", True, ("release",), ("cluster",), 1),
+    "mbarrier_arrive": RemoteForm("mbarrier.arrive.remote", True, ("release",), ("cluster", "cta"),
+                                  1, by_scope=(("cta", "mbarrier.arrive.remote.cta"),)),
     "mbarrier_expect_tx": RemoteForm("mbarrier.expect_tx.remote", False, (), ("cluster",), None),
     "mbarrier_arrive_expect_tx": RemoteForm("mbarrier.arrive.expect_tx.remote", True, ("release",),
                                             ("cluster",), None),
@@ -197,9 +200,10 @@ def validate_remote(api: str, bar, value, sem, scope, cta_rank, *, name: str, lo
                 + ", ".join(repr(a) for a in allowed))
     v = validate_count(api, name, value, lo, hi)
     check_rank_arg(api, "cta_rank", cta_rank)
-    select(r.key)
+    key = dict(r.by_scope).get(c, r.key)
+    select(key)
     has_value = r.default_value is None or v != r.default_value
-    return RemoteBarrierOp(r.key, sink=r.sink, value=has_value, name=name, lo=lo, hi=hi)
+    return RemoteBarrierOp(key, sink=r.sink, value=has_value, name=name, lo=lo, hi=hi)
 
 
 def lower_remote(o: RemoteBarrierOp, api: str, rank_at: int):
@@ -299,14 +303,22 @@ def mbarrier_arrive(typingctx, bar, count=1, *, sem=None, scope=None, cta_rank=N
     ``cta_rank`` of the cluster instead (``mapa`` + ``mbarrier.arrive.release
     .cluster.shared::cluster.b64 _, [addr]{, count}``, sm_90, PTX ISA 8.0).
     PTX gives a remote arrive no state, so this form returns nothing; its
-    ordering is release at cluster scope (``sem``/``scope`` may only name
-    those).  Same as :func:`mbarrier_arrive_remote`.
+    ordering is release at cluster scope (``sem`` may only name it), the
+    same as :func:`mbarrier_arrive_remote`.  ``scope="cta"`` with
+    ``cta_rank`` emits ``mbarrier.arrive.release.cta.shared::cluster.b64``
+    (PTX's default ordering of the remote arrive): ptxas puts no GPU-scope
+    fence (``MEMBAR.ALL.GPU``) before it, and it publishes none of this
+    thread's writes to the peer CTA; it only counts the arrival, for a
+    thread that tells the peer it is done *reading* (its reads completed,
+    e.g. by ``wgmma_wait_group``), as ``consumer_release`` of a cluster
+    pipeline does.
 
     Example::
 
         state = ac.mbarrier_arrive(bars[0:])
         ac.mbarrier_wait(bars[0:], state)
         ac.mbarrier_arrive(bars[1:], cta_rank=0)   # tell CTA 0 of the cluster
+        ac.mbarrier_arrive(bars[2:], cta_rank=1, scope="cta")  # done reading
     """
     api = "mbarrier_arrive"
     if not is_absent(cta_rank):

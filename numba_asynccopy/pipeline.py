@@ -26,7 +26,8 @@ pipeline value is a tuple whose type carries them):
   cluster: each CTA's producer multicasts its part of a stage to every CTA
   (its own barrier armed with the part's bytes times the CTAs), and
   ``consumer_release`` frees the slot in every CTA (a remote arrive with
-  ``cta_rank=``), so no producer overwrites a slot a peer still reads.
+  ``cta_rank=``, CTA-scope release), so no producer overwrites a slot a
+  peer still reads.
 
 The state (:class:`PipelineState`: ``slot``, ``phase`` bit, ``step``
 count of advances, all uint32) is a value: ``state = advance(pipe, state)``.
@@ -459,8 +460,14 @@ def cluster_tma_pipeline(typingctx, bars, stages, consumers, ctas, copies=1):
       producer only when the consumers of every CTA released it (its
       multicast overwrites the slot everywhere), so ``consumer_release``
       arrives on the slot's empty barrier of every CTA of the cluster
-      (``mbarrier_arrive(..., cta_rank=r)``), and each empty barrier counts
-      ``consumers * ctas`` arrivals.
+      (``mbarrier_arrive(..., cta_rank=r, scope="cta")``), and each empty
+      barrier counts ``consumers * ctas`` arrivals.  The release is at CTA
+      scope (PTX's default for a remote arrive, CUTLASS's as well): it says
+      the thread's reads of the slot are done, which is all a producer
+      needs before it overwrites the slot, and it costs no GPU-scope fence
+      (``MEMBAR.ALL.GPU``, what a cluster-scope release compiles to).  It
+      publishes nothing: a consumer's writes that another CTA must see need
+      their own cluster-scope release (``mbarrier_arrive(..., cta_rank=r)``).
     - ``copies``: copies each CTA's producer issues into every stage
       (:func:`copy_tensor` / :func:`copy_bulk`).  Every CTA issues the same
       copies (same byte counts, different parts), each multicast to all
@@ -975,9 +982,12 @@ def consumer_release(typingctx, pipe, state):
 
         def cluster_impl(pipe, state):
             _check_fill(pipe.bars, state.slot, state.phase, state.step, state.phase, 1, desc)
-            # every CTA's producer multicasts into this slot: free it in each of them
+            # every CTA's producer multicasts into this slot: free it in each of them.
+            # CTA scope: the arrival publishes nothing, it says this thread's reads of
+            # the slot are done (a cluster-scope release costs a GPU-scope fence each time)
             for r in range(ctas):
-                mbarrier_arrive(_at(pipe.bars, np.uint32(stages + state.slot)), cta_rank=np.uint32(r))
+                mbarrier_arrive(_at(pipe.bars, np.uint32(stages + state.slot)), cta_rank=np.uint32(r),
+                                scope="cta")
 
         return sig, _lower(cluster_impl)
 

@@ -139,12 +139,18 @@ def bench(fn, *, reps: int, warmup: int, min_batch_ms: float = 2.0) -> list[floa
 
 
 def bench_alternating(fns, *, reps: int, warmup: int, rounds: int = 3,
-                      min_batch_ms: float = 2.0) -> list[list[list[float]]]:
+                      min_batch_ms: float = 2.0, shuffle: bool = False) -> list[list[list[float]]]:
     """Per-call times (ms) of each of ``fns`` timed in alternation: in each
     of ``rounds`` rounds, ``reps`` batches of each function, one batch of
     each in turn (so drift of clock or temperature hits all alike).
     ``out[round][i]`` holds function ``i``'s batches of that round.  Batches
-    are sized and timed as :func:`bench` sizes and times them."""
+    are sized and timed as :func:`bench` sizes and times them.
+
+    ``shuffle``: each turn takes the functions in a new order (a seeded
+    permutation, the same in every run), so no function always runs right
+    after the same other one: a power-limited GPU runs a kernel slower
+    after a hotter one, and in a fixed order the function that follows the
+    hottest pays for it in every batch."""
     for fn in fns:
         for _ in range(warmup):
             fn()
@@ -159,10 +165,12 @@ def bench_alternating(fns, *, reps: int, warmup: int, rounds: int = 3,
         est = cuda.event_elapsed_time(start, stop)
         sizes.append(max(1, min(64, math.ceil(min_batch_ms / max(est, 1e-3)))))
     out = []
+    order = np.random.default_rng(0)
     for _ in range(rounds):
         times: list[list[float]] = [[] for _ in fns]
         for _ in range(reps):
-            for i, fn in enumerate(fns):
+            for i in (order.permutation(len(fns)) if shuffle else range(len(fns))):
+                fn = fns[i]
                 fn()
                 start.record()
                 for _ in range(sizes[i]):

@@ -145,10 +145,12 @@ class Recorder:
         first, second = self.measure_group([a, b], rounds=rounds)
         return first, second
 
-    def measure_group(self, entries: list[tuple], *, rounds: int = 3) -> list[Measurement]:
+    def measure_group(self, entries: list[tuple], *, rounds: int = 3,
+                      shuffle: bool = False) -> list[Measurement]:
         """:meth:`measure_pair` for any number of rows: each checked, then
         all timed in alternation; a row whose check fails is left out of
-        the timing (its error recorded)."""
+        the timing (its error recorded).  ``shuffle``: each turn takes the rows
+        in a new order (``devutil.bench_alternating``)."""
         from .devutil import bench_alternating
 
         ms = []
@@ -168,8 +170,9 @@ class Recorder:
         live = [(m, run) for m, run in ms if m.status == "ok"]
         try:
             if live:
+                kw = {"shuffle": True} if shuffle else {}
                 per_round = bench_alternating([run for _, run in live], reps=self.reps,
-                                              warmup=self.warmup, rounds=rounds)
+                                              warmup=self.warmup, rounds=rounds, **kw)
                 for i, (m, _) in enumerate(live):
                     times = [t for rnd in per_round for t in rnd[i]]
                     m.reps = len(times)

@@ -289,11 +289,12 @@ __device__ __forceinline__ void tma_load_multicast(uint32_t dst, const void* map
         : "memory");
 }
 
-// an arrival on the barrier at the same offset in CTA `rank` of the cluster
+// an arrival on the barrier at the same offset in CTA `rank` of the cluster; CTA-scope
+// release (the pipeline's consumer_release: the slot's reads are done, nothing to publish)
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
     uint32_t remote;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(rank));
-    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote)
+    asm volatile("mbarrier.arrive.release.cta.shared::cluster.b64 _, [%0];" ::"r"(remote)
                  : "memory");
 }
 

@@ -99,6 +99,22 @@ ATOM = 64  # bf16/fp16 elements in one 128-byte swizzle row
 GROUP_M = 8
 
 
+def _tile_of(tile, ntm, per_group, group):
+    """(m-tile, n-tile) of the persistent walk's ``tile``: groups of
+    ``group`` m-tiles (``per_group`` tiles) share each column of n-tiles.
+    uint32 throughout, as a C ``unsigned`` divides: Numba widens integer
+    arithmetic to 64 bits, and ptxas then guards each 64-bit division with a
+    test for a 32-bit fast path."""
+    g = np.uint32(tile // per_group)
+    first = np.uint32(g * group)
+    rows = min(np.uint32(ntm - first), group)
+    r = np.uint32(tile - g * per_group)
+    return np.uint32(first + np.uint32(r % rows)), np.uint32(r // rows)
+
+
+_tile_of_dev = _tile_of if ac.sim.ENABLED else cuda.jit(device=True, inline="always")(_tile_of)
+
+
 @lru_cache(maxsize=None)
 def make_hgemm(bn: int = 128, stages: int = 4, dtype: str = "bf16", out: str = "float32",
                persistent: bool = False, cluster: int = 1):
@@ -194,10 +210,12 @@ def make_hgemm(bn: int = 128, stages: int = 4, dtype: str = "bf16", out: str = "
         tid = cuda.threadIdx.x
         wg = tid // 128
         ktiles = (K + BK - 1) // BK
-        ntm = (C.shape[0] + BM - 1) // BM
-        ntn = (C.shape[1] + bn - 1) // bn
-        ntiles = ntm * ntn
-        per_group = GROUP_M * ntn
+        # the tile walk in uint32 (see _tile_of)
+        ntm = np.uint32((C.shape[0] + BM - 1) // BM)
+        ntn = np.uint32((C.shape[1] + bn - 1) // bn)
+        ntiles = np.uint32(ntm * ntn)
+        per_group = np.uint32(np.uint32(GROUP_M) * ntn)
+        step = np.uint32(cuda.gridDim.x)
         if wg == 0:
             ac.setmaxnreg_dec(40)
             if tid < 32:
@@ -205,12 +223,13 @@ def make_hgemm(bn: int = 128, stages: int = 4, dtype: str = "bf16", out: str = "
                     ac.fence_proxy_tensormap(ta)
                     ac.fence_proxy_tensormap(tb)
                     st = ac.pipeline.producer_start(pipe)
-                    for tile in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
+                    tile = np.uint32(cuda.blockIdx.x)
+                    while tile < ntiles:
                         # grouped order: GROUP_M m-tiles share each B column of tiles
-                        first = (tile // per_group) * GROUP_M
-                        rows = min(ntm - first, GROUP_M)
-                        m0 = (first + tile % rows) * BM
-                        n0 = ((tile % per_group) // rows) * bn
+                        mt, nt = _tile_of_dev(tile, ntm, per_group, np.uint32(GROUP_M))
+                        m0 = np.int32(mt) * BM
+                        n0 = np.int32(nt) * bn
+                        tile = np.uint32(tile + step)
                         for t in range(ktiles):
                             ac.pipeline.producer_acquire(pipe, st)
                             ac.pipeline.copy_tensor(pipe, st, sa[st.slot], ta, (m0, t * BK),
@@ -226,11 +245,12 @@ def make_hgemm(bn: int = 128, stages: int = 4, dtype: str = "bf16", out: str = "
             leader = (tid % 128) == 0
             acc = ac.wgmma_zero(bn)
             st = ac.pipeline.consumer_start(pipe)
-            for tile in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
-                first = (tile // per_group) * GROUP_M
-                rows = min(ntm - first, GROUP_M)
-                m0 = (first + tile % rows) * BM
-                n0 = ((tile % per_group) // rows) * bn
+            tile = np.uint32(cuda.blockIdx.x)
+            while tile < ntiles:
+                mt, nt = _tile_of_dev(tile, ntm, per_group, np.uint32(GROUP_M))
+                m0 = np.int32(mt) * BM
+                n0 = np.int32(nt) * bn
+                tile = np.uint32(tile + step)
                 prev = st
                 for t in range(ktiles):
                     ac.pipeline.consumer_wait(pipe, st)
@@ -272,11 +292,12 @@ def make_hgemm(bn: int = 128, stages: int = 4, dtype: str = "bf16", out: str = "
         tid = cuda.threadIdx.x
         wg = tid // 128
         ktiles = (K + BK - 1) // BK
-        pairs_m = (C.shape[0] + 2 * BM - 1) // (2 * BM)
-        ntn = (C.shape[1] + bn - 1) // bn
-        npairs = pairs_m * ntn
-        group = GROUP_M // 2
-        per_group = group * ntn
+        pairs_m = np.uint32((C.shape[0] + 2 * BM - 1) // (2 * BM))
+        ntn = np.uint32((C.shape[1] + bn - 1) // bn)
+        npairs = np.uint32(pairs_m * ntn)
+        group = np.uint32(GROUP_M // 2)
+        per_group = np.uint32(group * ntn)
+        step = np.uint32(cuda.gridDim.x // 2)
         if wg == 0:
             ac.setmaxnreg_dec(40)
             if tid < 32:
@@ -285,11 +306,12 @@ def make_hgemm(bn: int = 128, stages: int = 4, dtype: str = "bf16", out: str = "
                     ac.fence_proxy_tensormap(tb)
                     sta = ac.pipeline.producer_start(pa)
                     stb = ac.pipeline.producer_start(pb)
-                    for pair in range(cuda.blockIdx.x // 2, npairs, cuda.gridDim.x // 2):
-                        first = (pair // per_group) * group
-                        rows = min(pairs_m - first, group)
-                        m0 = (2 * (first + pair % rows) + rank) * BM
-                        n0 = ((pair % per_group) // rows) * bn
+                    pair = np.uint32(cuda.blockIdx.x // 2)
+                    while pair < npairs:
+                        mp, nt = _tile_of_dev(pair, pairs_m, per_group, group)
+                        m0 = np.int32(2 * mp + rank) * BM
+                        n0 = np.int32(nt) * bn
+                        pair = np.uint32(pair + step)
                         for t in range(ktiles):
                             ac.pipeline.producer_acquire(pa, sta)
                             ac.pipeline.copy_tensor(pa, sta, sa[sta.slot], ta, (m0, t * BK),
@@ -312,11 +334,12 @@ def make_hgemm(bn: int = 128, stages: int = 4, dtype: str = "bf16", out: str = "
             acc = ac.wgmma_zero(bn)
             sta = ac.pipeline.consumer_start(pa)
             stb = ac.pipeline.consumer_start(pb)
-            for pair in range(cuda.blockIdx.x // 2, npairs, cuda.gridDim.x // 2):
-                first = (pair // per_group) * group
-                rows = min(pairs_m - first, group)
-                m0 = (2 * (first + pair % rows) + rank) * BM
-                n0 = ((pair % per_group) // rows) * bn
+            pair = np.uint32(cuda.blockIdx.x // 2)
+            while pair < npairs:
+                mp, nt = _tile_of_dev(pair, pairs_m, per_group, group)
+                m0 = np.int32(2 * mp + rank) * BM
+                n0 = np.int32(nt) * bn
+                pair = np.uint32(pair + step)
                 prev_a = sta
                 prev_b = stb
                 for t in range(ktiles):

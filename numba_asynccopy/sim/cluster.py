@@ -616,14 +616,26 @@ def _release(ob: rt.Barrier, owner: tuple, me: tuple) -> None:
         _cs(ob.cluster).releasers.setdefault(ob, set()).add(me)
 
 
-def _arrive_remote(api: str, bar, rank, count: int, expect: int | None = None) -> None:
+def _arrive_remote(api: str, bar, rank, count: int, expect: int | None = None,
+                   publish: bool = True) -> None:
+    """``publish``: a cluster-scope release (the owner acquires this CTA's
+    memory when the phase completes); False: CTA scope, the arrival only."""
     th, blk, cl, me = _ctx(api)
     with cl.lock:
         th, oblk, ob, owner, me = _remote_barrier(api, bar, rank)
         if expect is not None:
             ob.expect_tx(oblk, int(expect))
-        _release(ob, owner, me)
-        ob.arrive(oblk, int(count), api)
+        if publish:
+            _release(ob, owner, me)
+            ob.arrive(oblk, int(count), api)
+            return
+        # the arrival counts; this thread's writes are not released to the peer's waiters
+        t = threading.current_thread()
+        t._ac_publishes_nothing = owner != me
+        try:
+            ob.arrive(oblk, int(count), api)
+        finally:
+            t._ac_publishes_nothing = False
 
 
 def _expect_tx_remote(api: str, bar, rank, nbytes: int) -> None:

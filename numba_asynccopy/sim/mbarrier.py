@@ -85,7 +85,8 @@ def mbarrier_arrive(bar, count=1, *, sem=None, scope=None, cta_rank=None):
     (b, n), _ = rt.validate(_dev.mbarrier_arrive, bar, count, sem=sem, scope=scope,
                             cta_rank=cta_rank)
     if cta_rank is not None:
-        return _arrive_remote("mbarrier_arrive", b, cta_rank, n)
+        # a CTA-scope release reaches the peer's barrier but publishes nothing to it
+        return _arrive_remote("mbarrier_arrive", b, cta_rank, n, publish=scope != "cta")
     return _arrive("mbarrier_arrive", b, n)
 
 

@@ -547,7 +547,7 @@ def _cluster_release(api: str, pipe, state, blk) -> None:
             targets.append(ob)
         for r, ob in enumerate(targets):
             _record_release(ob, me)
-            _mb.mbarrier_arrive(bar, cta_rank=np.uint32(r))
+            _mb.mbarrier_arrive(bar, cta_rank=np.uint32(r), scope="cta")
 
 
 @mirrors(_dev.producer_tail)

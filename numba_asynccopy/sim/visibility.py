@@ -448,7 +448,9 @@ def released(b, api: str) -> None:
     block's exit names the arrivals made without a wait.
 
     Otherwise the arriving thread's landed copies, and its DSMEM stores into
-    ``b``'s CTA, are released on ``b``: visible once the phase completes."""
+    ``b``'s CTA, are released on ``b``: visible once the phase completes
+    (not by a CTA-scope arrive on another CTA's barrier, which releases
+    nothing to that CTA)."""
     t = threading.current_thread()
     arrivals = t.__dict__.setdefault("_ac_arrivals", {})
     if len(arrivals) < 4 and b.name() not in arrivals:  # for the message of a copy nothing waited for
@@ -471,6 +473,8 @@ def released(b, api: str) -> None:
                 f"landed ({w.site}, tracked by {w.tracked} in phase {w.gen}); it read poison. "
                 f"Wait for that phase (mbarrier_wait_parity on the slot's full barrier) before "
                 f"reading the tile and releasing the slot {where(t)}")
+    if getattr(t, "_ac_publishes_nothing", False):
+        return  # a CTA-scope arrive on another CTA's barrier: no release to its waiters
     for w in _all_writes():
         if w.writer is t and w.kind in ("landed", "dsmem"):
             if w.kind == "landed" or tuple(w.shadow.block) == tuple(b.owner or ()):

@@ -121,3 +121,56 @@ def test_twins_are_swept_like_the_numba_kernels(tmp_path, monkeypatch):
     for what in ("staged_copy", "bulk_copy", "tma_copy"):
         assert (f"numba_{what}", f"twin_{what}_best") in keys
         assert (f"numba_{what}", f"twin_{what}") in keys  # the same-configuration row stays
+
+
+class _FakeCuda:
+    """Events whose elapsed time is the calls made between them (1 ms a call)."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def synchronize(self):
+        pass
+
+    def event(self):
+        log = self.log
+
+        class Event:
+            def record(self):
+                self.at = len(log)
+
+            def synchronize(self):
+                pass
+
+        return Event()
+
+    @staticmethod
+    def event_elapsed_time(a, b):
+        return float(b.at - a.at)
+
+
+def test_shuffled_alternation_varies_the_order_and_keeps_each_rows_times(monkeypatch):
+    from numba_asynccopy.bench import devutil
+
+    log: list[int] = []
+    monkeypatch.setattr(devutil, "cuda", _FakeCuda(log))
+    fns = [lambda i=i: log.append(i) for i in range(4)]
+    fixed = devutil.bench_alternating(fns, reps=6, warmup=0, rounds=2, min_batch_ms=2.0)
+    # batches of two timed calls after an untimed one, always in the order 0, 1, 2, 3
+    turns = [log[k:k + 12] for k in range(4, len(log), 12)]
+    assert all(t == [0] * 3 + [1] * 3 + [2] * 3 + [3] * 3 for t in turns) and len(turns) == 12
+    assert fixed == [[[1.0] * 6 for _ in fns] for _ in range(2)]
+    log.clear()
+    shuffled = devutil.bench_alternating(fns, reps=6, warmup=0, rounds=2, min_batch_ms=2.0,
+                                         shuffle=True)
+    orders = [tuple(log[k:k + 12][::3]) for k in range(4, len(log), 12)]
+    assert all(sorted(o) == [0, 1, 2, 3] for o in orders) and len(orders) == 12
+    # the row after row 0 changes from turn to turn, and each row's times are its own batches
+    after0 = {o[o.index(0) + 1] for o in orders if o[-1] != 0}
+    assert len(after0) >= 2, orders
+    assert shuffled == fixed
+    log.clear()
+    again = devutil.bench_alternating(fns, reps=6, warmup=0, rounds=2, min_batch_ms=2.0,
+                                      shuffle=True)
+    assert [tuple(log[k:k + 12][::3]) for k in range(4, len(log), 12)] == orders  # seeded
+    assert again == fixed

@@ -80,9 +80,10 @@ BULK = "cp_async_bulk_cluster"
     ("ac.mbarrier_arrive(bar, sem='relaxed', cta_rank=1)",
      "mbarrier_arrive: `sem`='relaxed' is not supported with `cta_rank`: the barrier of another "
      "CTA is reached by `mbarrier.arrive.release.cluster.shared::cluster.b64`; allowed: 'release'"),
-    ("ac.mbarrier_arrive(bar, 2, scope='cta', cta_rank=n)",
-     "mbarrier_arrive: `scope`='cta' is not supported with `cta_rank`: the barrier of another CTA "
-     "is reached by `mbarrier.arrive.release.cluster.shared::cluster.b64`; allowed: 'cluster'"),
+    ("ac.mbarrier_arrive_expect_tx(bar, 16, scope='cta', cta_rank=n)",
+     "mbarrier_arrive_expect_tx: `scope`='cta' is not supported with `cta_rank`: the barrier of "
+     "another CTA is reached by `mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64`; "
+     "allowed: 'cluster'"),
     ("ac.mbarrier_expect_tx(bar, 16, scope='cta', cta_rank=n)",
      "mbarrier_expect_tx: `scope`='cta' is not supported with `cta_rank`: the barrier of another "
      "CTA is reached by `mbarrier.expect_tx.relaxed.cluster.shared::cluster.b64`; allowed: 'cluster'"),
@@ -131,6 +132,8 @@ def test_compile_errors(body, message):
      "mbarrier.arrive.expect_tx"),
     (f"ac.{BULK}(sh, sh, 256, bar, 1)", BULK, "cp.async.bulk.shared::cluster.shared::cta"),
     ("ac.mbarrier_arrive(bar, cta_rank=1)", "mbarrier_arrive", "mbarrier.arrive.release.cluster"),
+    ("ac.mbarrier_arrive(bar, cta_rank=1, scope='cta')", "mbarrier_arrive",
+     "mbarrier.arrive.release.cta.shared::cluster"),
     ("ac.mbarrier_expect_tx(bar, 16, cta_rank=1)", "mbarrier_expect_tx",
      "mbarrier.expect_tx.relaxed.cluster.shared::cluster"),
     ("ac.mbarrier_arrive_expect_tx(bar, 16, cta_rank=n)", "mbarrier_arrive_expect_tx",

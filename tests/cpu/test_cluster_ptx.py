@@ -353,6 +353,27 @@ def test_cta_rank_keyword_emits_the_alias_ptx(keyword, alias):
     assembles(ptx)
 
 
+@pytest.mark.parametrize("count,operand", [("", ""), (", 3", ", %r")])
+def test_cta_scope_remote_arrive_has_no_gpu_fence(count, operand):
+    """``scope="cta"`` with ``cta_rank``: the remote arrive with PTX's default
+    ordering, which ptxas emits with no fence; the cluster-scope form puts
+    ``MEMBAR.ALL.GPU`` (and the CTA fence and error barriers) before it."""
+    from .helpers import sass_of
+
+    cta = compile_body(f"out[tid] = 1\n        ac.mbarrier_arrive(bar[1:]{count}, cta_rank=n, scope='cta')")
+    found = instructions(cta, r"mbarrier\.arrive\.")
+    assert len(found) == 1 and re.fullmatch(
+        r"mbarrier\.arrive\.release\.cta\.shared::cluster\.b64 _, \[%r\d+\]" + re.escape(operand)
+        + (r"\d+" if operand else ""), found[0]), found
+    wide = compile_body(f"out[tid] = 1\n        ac.mbarrier_arrive(bar[1:]{count}, cta_rank=n)")
+    assert instructions(wide, r"mbarrier\.arrive\.release\.cluster\.shared::cluster")
+    ops_cta = toolchain.sass_opcodes(sass_of(cta, verbose=False)[0])
+    ops_wide = toolchain.sass_opcodes(sass_of(wide, verbose=False)[0])
+    assert any(o.startswith("SYNCS.ARRIVE") for o in ops_cta), ops_cta
+    assert not [o for o in ops_cta if o.startswith("MEMBAR")], ops_cta
+    assert "MEMBAR.ALL.GPU" in ops_wide, ops_wide
+
+
 def test_cta_rank_keyword_checked_mode_traps_in_its_own_name():
     ptx = checked_ptx("ac.mbarrier_arrive(bar, cta_rank=n)")
     strings = ptx_strings(ptx)

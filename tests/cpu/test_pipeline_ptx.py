@@ -464,8 +464,10 @@ def test_cluster_pipeline_ptx(ctas):
     assert re.search(rf"mov\.u32\s+%r\d+, {wr.WARPS * ctas};", text)
     assert count(text, r"mbarrier\.init") == 2 * 4
     assert count(text, r"fence\.mbarrier_init\.release\.cluster") == 1
-    remote = instructions(text, r"mbarrier\.arrive\.release\.cluster\.shared::cluster")
-    assert len(remote) == ctas, remote  # consumer_release: one arrive per CTA, unrolled
+    # consumer_release: one arrive per CTA, unrolled, CTA-scope (it publishes nothing)
+    remote = instructions(text, r"mbarrier\.arrive\.release\.cta\.shared::cluster")
+    assert len(remote) == ctas, remote
+    assert not instructions(text, r"mbarrier\.arrive\.release\.cluster")
     assert count(text, r"mapa\.shared::cluster") == ctas
     # init and the end of the kernel synchronise the cluster
     assert count(text, r"barrier\.cluster\.arrive") == 2
@@ -482,7 +484,7 @@ def test_ws_reduce_configs_assemble(cfg):
     for checked in (False, True):
         with ac.checked_mode(checked):
             text = cuda.compile_ptx(wr.make_ws_reduce(*cfg), wr.SIGNATURE, cc=(9, 0, "a"))[0]
-        assert count(text, r"mbarrier\.arrive\.release\.cluster\.shared::cluster") == cfg[0]
+        assert count(text, r"mbarrier\.arrive\.release\.cta\.shared::cluster") == cfg[0]
         if checked:
             try:
                 toolchain.assemble(text)

@@ -77,3 +77,43 @@ def test_fp8_gemm_against_torch_scaled_mm():
     scale = ref.abs().max().item()
     assert (got - ref).abs().max().item() <= 2.0 ** -7 * scale
     assert (got - want).abs().max().item() <= 2.0 ** -7 * scale
+
+
+def test_fp8_gemm_bind_launches_repeatedly_with_device_arrays():
+    M, N, K = 136, 136, 160
+    a, av = exact_inputs((M, K), "e4m3")
+    bt, btv = exact_inputs((N, K), "e4m3")
+    ref = (0.5 * 0.25 * (av @ btv.T)).astype(np.float32)
+    g = fp8_gemm.make_fp8_gemm(bn=128, out="float32")
+    c = cuda.to_device(np.full((M, N), np.nan, np.float32))
+    go = fp8_gemm.bind(g, cuda.to_device(a), cuda.to_device(bt), c, 0.5, 0.25)
+    assert go.grid == fp8_gemm.grid(M, N, 128) == (2, 2)
+    go()
+    np.testing.assert_array_equal(c.copy_to_host(), ref)
+    c[:] = np.nan
+    go()  # the same launcher again
+    np.testing.assert_array_equal(c.copy_to_host(), ref)
+
+
+@skip_on_sim("torch CUDA tensors")
+def test_fp8_gemm_bind_takes_torch_tensors():
+    torch = pytest.importorskip("torch")
+    M, N, K = 200, 264, 272
+    a, av = exact_inputs((M, K), "e4m3")
+    bt, btv = exact_inputs((N, K), "e4m3")
+    ref = (0.5 * 0.25 * (av @ btv.T)).astype(np.float32)
+    g = fp8_gemm.make_fp8_gemm(bn=256, out="float32")
+    ta, tbt = torch.from_numpy(a).cuda(), torch.from_numpy(bt).cuda()
+    tc = torch.full((M, N), float("nan"), device="cuda")
+    go = fp8_gemm.bind(g, ta, tbt, tc, 0.5, 0.25)
+    go()
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(tc.cpu().numpy(), ref)
+
+
+def test_fp8_gemm_bind_refuses_mismatched_k():
+    g = fp8_gemm.make_fp8_gemm(bn=128, out="float32")
+    a = cuda.to_device(np.zeros((64, 32), np.uint8))
+    bt = cuda.to_device(np.zeros((64, 48), np.uint8))
+    with pytest.raises(ValueError, match=r"A is \(M, 32\) but Bt is \(N, 48\)"):
+        fp8_gemm.bind(g, a, bt, cuda.to_device(np.zeros((64, 64), np.float32)))

@@ -209,7 +209,10 @@ def dsmem_to_peer(out, how):
     elif how == 2:  # an mbarrier handshake: arrive on the owner's barrier, the owner waits
         ac.mbarrier_arrive(bar[0:], cta_rank=1 - r)
         ac.mbarrier_wait_parity(bar[0:], 0)
-    # BUG when 0 or 3: nothing orders the peer's store before this read
+    elif how == 4:  # BUG: the same handshake at CTA scope counts the arrival, publishes nothing
+        ac.mbarrier_arrive(bar[0:], cta_rank=1 - r, scope="cta")
+        ac.mbarrier_wait_parity(bar[0:], 0)
+    # BUG when 0, 3 or 4: nothing orders the peer's store before this read
     out[cuda.blockIdx.x, t] = box[t]
     ac.cluster_sync()
 
@@ -223,7 +226,8 @@ DSMEM_RACE = (r"shared-memory read: race: thread \[block \((\d),0,0\) thread \(\
               r"\(release\) and this thread's cluster_wait")
 
 
-@pytest.mark.parametrize("how, api", [(0, "dsmem_store"), (3, "map_shared_rank")])
+@pytest.mark.parametrize("how, api", [(0, "dsmem_store"), (3, "map_shared_rank"),
+                                      (4, "dsmem_store")])
 def test_remote_store_read_locally_without_sync_is_a_named_race(how, api):
     with pytest.raises(ac.sim.SimulatorError, match=DSMEM_RACE.format(api=api)):
         dsmem_to_peer[2, 32](np.zeros((2, 32), np.int32), how)
