@@ -342,8 +342,12 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
         wg = tid // 128
         chunks = (C + bc - 1) // bc
         steps = TAPS * chunks
-        ntn = (out_.shape[1] + bn - 1) // bn
+        # tile arithmetic in 32 bits (a tile's first pixel and the tile count
+        # are below 2**31): no 64-bit division a tile
+        ntn = np.uint32((out_.shape[1] + bn - 1) // bn)
         ntiles = ((out_.shape[0] + BMT - 1) // BMT) * ntn
+        pq = np.uint32(P * Q)
+        q32 = np.uint32(Q)
         if wg == 0:
             ac.setmaxnreg_dec(PROD)
             if tid < 32:
@@ -352,21 +356,22 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
                     ac.fence_proxy_tensormap(wmap)
                     ps = ac.pipeline.producer_start(pipe)
                     for tile in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
-                        mi = tile // ntn
-                        k0 = (tile - mi * ntn) * bn
-                        m0 = mi * BMT
-                        n = m0 // (P * Q)
-                        rem = m0 - n * (P * Q)
-                        p = rem // Q
-                        q = rem - p * Q
-                        h0 = p * SH + LO_H
-                        w0 = q * SW + LO_W
+                        mi = np.uint32(tile) // ntn
+                        k0 = (np.uint32(tile) - mi * ntn) * bn
+                        m0 = np.uint32(mi * BMT)
+                        n = m0 // pq
+                        rem = m0 - n * pq
+                        p = rem // q32
+                        q = rem - p * q32
+                        h0 = np.int32(p) * SH + LO_H
+                        w0 = np.int32(q) * SW + LO_W
+                        img = np.int32(n)
                         for r in range(R):
                             for s in range(S):
                                 for ch in range(chunks):
                                     ac.pipeline.producer_acquire(pipe, ps)
                                     ac.pipeline.copy_tensor_im2col(pipe, ps, sa[ps.slot], xmap,
-                                                                   (n, h0, w0, ch * bc),
+                                                                   (img, h0, w0, ch * bc),
                                                                    (r * DH, s * DW), fence=False)
                                     ac.pipeline.copy_tensor(pipe, ps, sb[ps.slot], wmap,
                                                             (k0, r * S + s, ch * bc), fence=False)
@@ -381,8 +386,8 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
             acc1 = ac.wgmma_zero(N1)
             st = ac.pipeline.consumer_start(pipe)
             for tile in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
-                mi = tile // ntn
-                k0 = (tile - mi * ntn) * bn
+                mi = np.uint32(tile) // ntn
+                k0 = (np.uint32(tile) - mi * ntn) * bn
                 prev = st
                 for t in range(steps):
                     ac.pipeline.consumer_wait(pipe, st)
@@ -523,7 +528,9 @@ def tc_config(M: int, K: int, sms: int = 132) -> tuple[int, int, int, int]:
     benchmark (docs/im2col.md): ``K <= 64``: 128 x 64 tiles, two blocks a
     SM; otherwise 128 x 128 tiles while they fill every SM, then 64 x 128
     tiles two blocks a SM, then 64 x 64 (the fewer the pixels, the more
-    blocks the smaller tiles give)."""
+    blocks the smaller tiles give).  :func:`conv2d_tc` runs them on a
+    persistent grid, which won every layer of the sweep (up to 1.2x the
+    block-a-tile grid at batch 128)."""
     if K <= 64:
         return (-(-K // 16) * 16, 2, 4, 2)
     if -(-M // 128) * -(-K // 128) >= sms:
@@ -536,15 +543,16 @@ def tc_config(M: int, K: int, sms: int = 132) -> tuple[int, int, int, int]:
 def conv2d_tc(x, w, stride=(1, 1), padding=(0, 0), dilation=(1, 1), dtype: str = "bf16",
               out: str = "float32", bn: int | None = None, stages: int | None = None,
               consumers: int | None = None, ctas: int | None = None, mtiles: int = 1,
-              persistent: bool = False, blocks: int | None = None):
+              persistent: bool | None = None, blocks: int | None = None):
     """Convolve device arrays ``x`` (NHWC) and ``w`` (KRSC) on the tensor
     cores: bf16 (uint16 bits, ``dtype="bf16"``) or float16 inputs, fp32
     accumulation; returns the NPQK output (float32, or bf16 bits / float16
     for ``out="bf16"`` / ``"float16"``) as a device array.  ``C`` and ``K``
     must be multiples of 8 (16-byte rows for TMA).  With none of ``bn``,
-    ``stages``, ``consumers``, ``ctas`` given, :func:`tc_config` picks them;
-    otherwise the missing ones are ``bn`` = K rounded up to 16 (at most
-    256), 4 stages, 2 consumers, 1 block a SM.  ``mtiles``,
+    ``stages``, ``consumers``, ``ctas`` given, :func:`tc_config` picks them
+    and the grid is persistent (``persistent=None``: persistent exactly
+    then); otherwise the missing ones are ``bn`` = K rounded up to 16 (at
+    most 256), 4 stages, 2 consumers, 1 block a SM.  ``mtiles``,
     ``persistent`` and ``blocks`` (a persistent grid's size) as
     :func:`make_conv2d_tc` and :func:`run_tc` say.
 
@@ -563,6 +571,8 @@ def conv2d_tc(x, w, stride=(1, 1), padding=(0, 0), dilation=(1, 1), dtype: str =
     P, Q = out_shape(H, W, R, S, stride, padding, dilation)
     if bn is stages is consumers is ctas is None:
         bn, consumers, stages, ctas = tc_config(N * P * Q, K)
+        persistent = True if persistent is None else persistent
+    persistent = False if persistent is None else persistent
     bn = min(256, -(-K // 16) * 16) if bn is None else bn
     stages = 4 if stages is None else stages
     consumers = 2 if consumers is None else consumers

@@ -23,4 +23,12 @@ timeout ${BENCH_S:-200} python3 -m numba_asynccopy.bench --only conv2d --out /tm
   --budget-s ${BUDGET_S:-170} > $OUT/bench.log 2>&1; echo "bench rc=$? t=$(( $(date +%s) - T0 ))" >> $OUT/bench.log
 cp /tmp/bc/results.json $OUT/results.json 2>/dev/null
 cp /tmp/bc/suite-conv2d.stderr /tmp/bc/suite-conv2d.log $OUT/ 2>/dev/null
+# NCU=1: ours and the twin on the 56x56 batch-128 layer in its swept configuration, under ncu
+if [ -n "$NCU" ]; then
+  timeout ${NCU_S:-60} ncu -k regex:conv --launch-skip 1 --launch-count 3 --section SpeedOfLight \
+    --section WarpStateStats --section LaunchStats --section InstructionStats \
+    --metrics smsp__inst_executed.sum,lts__t_bytes.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active \
+    python3 benchmarks/h200-2026-12-02b/conv2d/ncu_pair.py /tmp/tw/twins.so ${NCU_CASE:-128 56 56 64 64 1 64 1 4 2 2 1} \
+    > $OUT/ncu-pair.txt 2>&1; echo "ncu rc=$? t=$(( $(date +%s) - T0 ))" >> $OUT/info.txt
+fi
 echo "total t=$(( $(date +%s) - T0 ))" >> $OUT/info.txt
