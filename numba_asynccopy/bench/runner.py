@@ -29,10 +29,12 @@ def _parse(argv):
     p.add_argument("--budget-s", type=float, default=None,
                    help="wall-clock budget for all suites (default 210 s, quick 150 s)")
     p.add_argument("--no-twins", action="store_true", help="skip building the CUDA C++ twins")
+    p.add_argument("--twins-lib", default="",
+                   help="a twins library already built (the same nvcc command, twins-build.log): "
+                        "use it instead of building one")
     # internal: the child-process side
     p.add_argument("--suite", help=argparse.SUPPRESS)
     p.add_argument("--child-out", help=argparse.SUPPRESS)
-    p.add_argument("--twins-lib", default="", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
 
@@ -72,7 +74,10 @@ def main(argv=None) -> int:
 
     cc = _compute_capability()
     twins_lib, twins_note = "", "twins: skipped (--no-twins)"
-    if not args.no_twins:
+    if args.twins_lib and not args.no_twins:
+        twins_lib, twins_note = args.twins_lib, f"twins: {args.twins_lib} (prebuilt)"
+        print(twins_note, flush=True)
+    elif not args.no_twins:
         from .twins import Build, TwinError
 
         print(f"building the CUDA C++ twins for sm_{cc[0]}{cc[1]} ...", flush=True)

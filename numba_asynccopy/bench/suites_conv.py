@@ -33,14 +33,27 @@ LAYERS = {
 }
 BATCHES = {"full": (32, 128), "quick": (8,)}
 #: the tensor-core configurations tried per layer, (bn, consumers, stages,
-#: ctas): each is timed (``numba_conv_tc_sweep_*`` rows, information), and
-#: the fastest is timed against the twin in the same configuration (the
-#: twin instantiates exactly these, twins_conv.cu)
+#: ctas, mtiles, persistent): each is timed (``numba_conv_tc_sweep_*`` rows,
+#: information), and the fastest is timed against the twin in the same
+#: configuration (the twin instantiates exactly these, twins_conv.cu).
+#: Dropped after the sweep of 2026-12-02 (never the fastest):
+#: 56x56 (64, 2, 4, 1), (64, 1, 6, 2); 28x28 (128, 1, 3, 2), (64, 2, 4, 2);
+#: 14x14 (256, 2, 4, 1), (128, 1, 4, 1).
 CANDIDATES = {
-    "56x56_c64": ((64, 2, 4, 1), (64, 2, 4, 2), (64, 1, 6, 2)),
-    "28x28_c128": ((128, 2, 4, 1), (128, 1, 3, 2), (64, 2, 4, 2)),
-    "14x14_c256_s2": ((128, 1, 4, 1), (128, 1, 3, 2), (256, 2, 4, 1), (64, 1, 4, 2)),
+    "56x56_c64": ((64, 2, 4, 2, 1, False), (64, 2, 4, 2, 1, True), (64, 2, 5, 1, 2, True),
+                  (64, 1, 4, 2, 2, True)),
+    "28x28_c128": ((128, 2, 4, 1, 1, False), (128, 2, 4, 1, 1, True), (128, 2, 4, 1, 2, True)),
+    "14x14_c256_s2": ((128, 1, 3, 2, 1, False), (64, 1, 4, 2, 1, False), (128, 1, 3, 2, 1, True),
+                      (64, 1, 4, 2, 1, True)),
 }
+
+
+def tag_of(cand: tuple) -> str:
+    """A configuration's name in the sweep's keys: ``bn64_c2_s4_x2``, then
+    ``_m2`` for two MMA tiles a consumer and ``_p`` for a persistent grid."""
+    bn, consumers, stages, ctas, mtiles, persistent = cand
+    return (f"bn{bn}_c{consumers}_s{stages}_x{ctas}" + (f"_m{mtiles}" if mtiles > 1 else "")
+            + ("_p" if persistent else ""))
 
 
 def suite_keys(quick: bool) -> list[str]:
@@ -54,14 +67,20 @@ def _twin(twins) -> Callable:
     P, I = ctypes.c_void_p, ctypes.c_int
     lib.twin_conv2d_tc.argtypes = [P, P, P] + [I] * 19
     lib.twin_conv2d_tc.restype = I
+    lib.twin_conv2d_tc_tiles.argtypes = [P, P, P] + [I] * 21
+    lib.twin_conv2d_tc_tiles.restype = I
 
     def run(xmap: int, wmap: int, y: int, N, P_, Q, C, K, R, S, stride, dilation, padding, bn,
-            stages, consumers, ctas, bf16: bool, out_kind: int) -> None:
+            stages, consumers, ctas, bf16: bool, out_kind: int, mtiles: int = 1,
+            blocks: int | None = None) -> None:
         from .twins import TwinError
 
-        rc = lib.twin_conv2d_tc(xmap, wmap, y, N, P_, Q, C, K, R, S, stride[0], stride[1],
-                                dilation[0], dilation[1], padding[0], padding[1], bn, stages,
-                                consumers, ctas, int(bf16), out_kind)
+        geo = (xmap, wmap, y, N, P_, Q, C, K, R, S, stride[0], stride[1], dilation[0],
+               dilation[1], padding[0], padding[1], bn, stages, consumers, ctas)
+        if blocks is None:
+            rc = lib.twin_conv2d_tc(*geo, int(bf16), out_kind)
+        else:
+            rc = lib.twin_conv2d_tc_tiles(*geo, mtiles, blocks, int(bf16), out_kind)
         if rc:
             raise TwinError(f"twin_conv2d_tc: CUDA error {rc}" if rc != -1 else
                             "twin_conv2d_tc: configuration not instantiated in twins_conv.cu")
@@ -117,25 +136,27 @@ def suite_conv2d(r) -> None:
             key_a, key_b = f"numba_conv_tc_bf16_{layer}_b{n}", f"twin_conv_tc_bf16_{layer}_b{n}"
             lab = f"conv2d bf16 {layer} batch {n}"
 
-            def ours_of(bn, consumers, stages, ctas):
+            def ours_of(bn, consumers, stages, ctas, mtiles, persistent):
                 kern = cv.make_conv2d_tc(R, S, stride, dilation, padding, bn=bn, bc=64,
-                                         stages=stages, consumers=consumers, out="bf16", ctas=ctas)
+                                         stages=stages, consumers=consumers, out="bf16", ctas=ctas,
+                                         mtiles=mtiles, persistent=persistent)
                 xmap, wmap = cv.maps_tc(x.view(torch.uint16),
                                         w.view(torch.uint16).reshape(K, R * S, C), kern, stride,
                                         padding, dilation)
                 xd, wd = xmap.device, wmap.device
-                return (lambda: cv.run_tc(kern, xd, wd, yd, n, P, Q, C)), (xmap, wmap)
+                return (lambda: cv.run_tc(kern, xd, wd, yd, n, P, Q, C)), (xmap, wmap, kern)
 
             best, best_ms = None, float("inf")
             for cand in CANDIDATES[layer]:
-                bn, consumers, stages, ctas = cand
-                tag = f"bn{bn}_c{consumers}_s{stages}_x{ctas}"
+                bn, consumers, stages, ctas, mtiles, persistent = cand
+                tag = tag_of(cand)
                 try:
                     launch, _ = ours_of(*cand)
                     m = r.measure(f"numba_conv_tc_sweep_{layer}_b{n}_{tag}", f"{lab} sweep {tag}",
                                   "numba", "TFLOP/s", work, launch, check_of(launch, y, 1e-2),
                                   config=dict(cfg, bn=bn, consumers=consumers, stages=stages,
-                                              ctas=ctas), reps=5)
+                                              ctas=ctas, mtiles=mtiles, persistent=persistent),
+                                  reps=5)
                     if m.status == "ok" and m.ms < best_ms:
                         best, best_ms = cand, m.ms
                 except Exception as e:
@@ -144,13 +165,16 @@ def suite_conv2d(r) -> None:
             try:
                 if best is None:
                     raise RuntimeError("no configuration of the sweep ran")
-                bn, consumers, stages, ctas = best
-                tcfg = dict(cfg, bn=bn, consumers=consumers, stages=stages, ctas=ctas, bc=64)
-                ours, (xmap, wmap) = ours_of(*best)
+                bn, consumers, stages, ctas, mtiles, persistent = best
+                ours, (xmap, wmap, kern) = ours_of(*best)
+                # the twin launches the same grid
+                blocks = cv.grid_tc(kern, n * P * Q, K)[0] if kern.tiled else None
+                tcfg = dict(cfg, bn=bn, consumers=consumers, stages=stages, ctas=ctas, bc=64,
+                            mtiles=mtiles, persistent=persistent, grid=list(cv.grid_tc(kern, n * P * Q, K)))
                 tw = _twin(r.twins())
                 xm, wm, yp = ptr(xmap), ptr(wmap), ptr(yu)
                 twin = (lambda: tw(xm, wm, yp, n, P, Q, C, K, R, S, stride, dilation, padding, bn,
-                                   stages, consumers, ctas, True, 1))
+                                   stages, consumers, ctas, True, 1, mtiles, blocks))
                 r.measure_pair(
                     (key_a, f"{lab} (wgmma, im2col TMA pipeline)", "numba", "TFLOP/s", work, ours,
                      check_of(ours, y, 1e-2), tcfg),

@@ -16,14 +16,20 @@ from numba_asynccopy.examples import conv2d as cv
 from .helpers import compile_twin
 
 
-@pytest.mark.parametrize("bn,bc,consumers,dtype,out,ctas", [
-    (64, 64, 2, "bf16", "float32", 1), (128, 64, 2, "f16", "float16", 1),
-    (256, 64, 1, "bf16", "bf16", 1), (128, 16, 2, "bf16", "float32", 1),
-    (64, 64, 2, "bf16", "bf16", 2), (64, 64, 1, "bf16", "bf16", 2), (128, 64, 1, "bf16", "bf16", 2)])
+@pytest.mark.parametrize("bn,bc,consumers,dtype,out,ctas,mtiles,persistent", [
+    (64, 64, 2, "bf16", "float32", 1, 1, False), (128, 64, 2, "f16", "float16", 1, 1, False),
+    (256, 64, 1, "bf16", "bf16", 1, 1, False), (128, 16, 2, "bf16", "float32", 1, 1, False),
+    (64, 64, 2, "bf16", "bf16", 2, 1, False), (64, 64, 1, "bf16", "bf16", 2, 1, False),
+    (128, 64, 1, "bf16", "bf16", 2, 1, False),
+    # the tile walk: persistent, two MMA tiles a consumer
+    (64, 64, 2, "bf16", "bf16", 2, 1, True), (128, 64, 2, "bf16", "bf16", 1, 2, True),
+    (64, 64, 2, "bf16", "bf16", 1, 2, True), (64, 64, 1, "bf16", "bf16", 2, 2, True),
+    (128, 64, 2, "f16", "float32", 1, 2, False)])
 def test_conv2d_tc_sass_has_im2col_hgmma_no_local_memory_no_c7515(bn, bc, consumers, dtype, out,
-                                                                  ctas):
+                                                                  ctas, mtiles, persistent):
     k = cv.make_conv2d_tc(3, 3, (1, 1), (1, 1), (1, 1), bn=bn, bc=bc, consumers=consumers,
-                          dtype=dtype, out=out, ctas=ctas, stages=3 if ctas == 2 else 4)
+                          dtype=dtype, out=out, ctas=ctas, stages=3 if ctas == 2 else 4,
+                          mtiles=mtiles, persistent=persistent)
     cty = {"float32": types.float32, "float16": types.float16, "bf16": types.uint16}[out]
     sig = (types.uint64[::1], types.uint64[::1], cty[:, ::1]) + (types.int64,) * 4
     ptx = cuda.compile_ptx(k.kernel.py_func, sig, cc=(9, 0, "a"),
@@ -32,12 +38,15 @@ def test_conv2d_tc_sass_has_im2col_hgmma_no_local_memory_no_c7515(bn, bc, consum
     im2col = len(re.findall(r"cp\.async\.bulk\.tensor\.4d\.shared::cluster\.global\.im2col", ptx))
     tiled = len(re.findall(r"cp\.async\.bulk\.tensor\.3d\.shared::cluster\.global\.tile", ptx))
     assert im2col == tiled >= 1, (im2col, tiled)
-    assert ptx.count(f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.{dtype}.{dtype}") == bc // 16
+    assert (ptx.count(f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.{dtype}.{dtype}")
+            == mtiles * bc // 16)
+    # the tile walk: one loop over the tiles, gridDim.x apart
+    assert ("%nctaid.x" in ptx) == (mtiles == 2 or persistent)
     cubin, log = toolchain.assemble(ptx, verbose=True)
     sass = toolchain.disassemble(cubin)
     ops = toolchain.sass_opcodes(sass)
     assert "UTMALDG.4D.IM2COL" in ops and "UTMALDG.3D" in ops, sorted(set(ops))
-    assert sum(o.startswith("HGMMA") for o in ops) >= bc // 16, sorted(set(ops))
+    assert sum(o.startswith("HGMMA") for o in ops) >= mtiles * bc // 16, sorted(set(ops))
     assert "C7515" not in log, log
     lines = sass.splitlines()
     first = next(i for i, l in enumerate(lines) if "HGMMA" in l)
@@ -70,9 +79,11 @@ def test_bench_registers_the_conv2d_suite():
             assert (f"numba_conv_simt_f32_{tag}", f"cudnn_conv_f32_{tag}", None) in compared
     # every candidate configuration is a valid kernel configuration
     for layer, cands in suites_conv.CANDIDATES.items():
-        for bn, consumers, stages, ctas in cands:
+        for bn, consumers, stages, ctas, mtiles, persistent in cands:
             cv.make_conv2d_tc(3, 3, bn=bn, consumers=consumers, stages=stages, ctas=ctas,
-                              out="bf16")
+                              out="bf16", mtiles=mtiles, persistent=persistent)
+    assert suites_conv.tag_of((64, 2, 5, 1, 2, True)) == "bn64_c2_s5_x1_m2_p"
+    assert suites_conv.tag_of((128, 2, 4, 1, 1, False)) == "bn128_c2_s4_x1"
 
 
 def test_twin_instantiates_every_candidate_with_the_same_register_split():
@@ -85,12 +96,16 @@ def test_twin_instantiates_every_candidate_with_the_same_register_split():
     assert "C7515" not in proc.stderr
     funcs = re.split(r"\n\s*\.text\.", sass)
     for cands in suites_conv.CANDIDATES.values():
-        for bn, consumers, stages, ctas in cands:
+        for bn, consumers, stages, ctas, mtiles, persistent in cands:
             # the bf16-in, bf16-out instance the benchmark times
-            name = f"conv_tcILi{bn}ELi{stages}ELi{consumers}ELi{ctas}ELb1ELi1E"
-            body = [f for f in funcs if f.startswith("_ZN9conv_twin7" + name)]
+            if mtiles == 2 or persistent:
+                name = f"13conv_tc_tilesILi{bn}ELi{stages}ELi{consumers}ELi{ctas}ELi{mtiles}ELb1ELi1E"
+            else:
+                name = f"7conv_tcILi{bn}ELi{stages}ELi{consumers}ELi{ctas}ELb1ELi1E"
+            body = [f for f in funcs if f.startswith("_ZN9conv_twin" + name)]
             assert body, name
             prod, cons = cv.nreg_split(consumers, ctas)
             assert f"USETMAXREG.DEALLOC.CTAPOOL {prod:#x}" in body[0], name
             assert re.search(rf"USETMAXREG.TRY_ALLOC.CTAPOOL (UP\d, )?{cons:#x}\b", body[0]), name
-            assert body[0].count("HGMMA.64x") >= 4, name
+            assert body[0].count("HGMMA.64x") >= 4 * mtiles, name
+            assert "LDL" not in body[0] and "STL" not in body[0], name

@@ -50,6 +50,48 @@ def test_conv2d_tc_matches_numpy(shape, stride, padding, dilation, dtype, bn, co
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=2e-5 * np.sqrt(R * S * C) * 4)
 
 
+# the tile walk: (N, H, W, C, K, R, S), stride, padding, dilation, dtype, out, bn, consumers,
+# ctas, mtiles, persistent, blocks (None: grid_tc's)
+TILE_CASES = [
+    ((8, 20, 20, 64, 64, 3, 3), (1, 1), (1, 1), (1, 1), "bf16", "float32", 64, 2, 2, 1, True, None),
+    # 5 blocks walk 25 tiles
+    ((8, 20, 20, 64, 64, 3, 3), (1, 1), (1, 1), (1, 1), "bf16", "bf16", 64, 2, 2, 1, True, 5),
+    ((3, 15, 17, 128, 128, 3, 3), (2, 1), (1, 1), (1, 1), "bf16", "float32", 128, 2, 1, 2, True, None),
+    # two channel tiles (channel tile inner), 3 blocks
+    ((2, 16, 16, 128, 256, 3, 3), (2, 2), (1, 1), (1, 1), "bf16", "float32", 128, 1, 2, 1, True, 3),
+    ((4, 12, 13, 96, 64, 3, 3), (1, 1), (1, 1), (1, 1), "f16", "float32", 64, 2, 1, 2, True, 2),
+    # channel tails (C = 72 of 64-channel steps, K = 96 of 64-channel tiles), dilation
+    ((2, 11, 9, 72, 96, 3, 3), (1, 1), (1, 1), (2, 2), "f16", "float32", 64, 1, 2, 2, True, None),
+    # two MMA tiles a consumer, a block a tile
+    ((1, 9, 11, 48, 40, 3, 3), (2, 2), (1, 1), (1, 1), "bf16", "float32", 48, 2, 1, 2, False, None),
+    # the benchmark's 56x56 configuration (256 x 64 tiles, 5 stages) on a batch of 2
+    ((2, 56, 56, 64, 64, 3, 3), (1, 1), (1, 1), (1, 1), "bf16", "bf16", 64, 2, 1, 2, True, None),
+]
+
+
+@pytest.mark.parametrize("shape, stride, padding, dilation, dtype, out, bn, consumers, ctas, "
+                         "mtiles, persistent, blocks", TILE_CASES)
+def test_conv2d_tc_tile_walk_matches_numpy(shape, stride, padding, dilation, dtype, out, bn,
+                                           consumers, ctas, mtiles, persistent, blocks):
+    import numba_asynccopy as ac
+
+    N, H, W, C, K, R, S = shape
+    if SIM and N * H * W * C * K > 200_000:
+        pytest.skip("a large shape: the simulator runs the small ones (tests/sim has more)")
+    rng = np.random.default_rng()
+    xh, xv = inputs(rng, (N, H, W, C), dtype)
+    wh, wv = inputs(rng, (K, R, S, C), dtype)
+    stages = 3 if ctas == 2 else 5 if (mtiles == 2 and bn == 64) else 4
+    y = cv.conv2d_tc(cuda.to_device(xh), cuda.to_device(wh), stride, padding, dilation, dtype=dtype,
+                     out=out, bn=bn, consumers=consumers, ctas=ctas, stages=stages, mtiles=mtiles,
+                     persistent=persistent, blocks=blocks).copy_to_host()
+    ref = cv.reference(xv, wv, stride, padding, dilation)
+    if out == "bf16":
+        np.testing.assert_allclose(ac.bf16_values(y), ref, rtol=1e-2, atol=1e-2 * np.abs(ref).max())
+    else:
+        np.testing.assert_allclose(y, ref, rtol=1e-5, atol=2e-5 * np.sqrt(R * S * C) * 4)
+
+
 @pytest.mark.parametrize("dtype, out", [("bf16", "bf16"), ("f16", "float16")])
 def test_conv2d_tc_16bit_output_matches_torch(dtype, out):
     torch = pytest.importorskip("torch")

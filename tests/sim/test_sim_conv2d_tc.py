@@ -35,6 +35,41 @@ def test_conv2d_tc_matches_numpy(shape, stride, padding, dilation, dtype, consum
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-4 * np.sqrt(R * S * C))
 
 
+@pytest.mark.parametrize("shape, stride, dtype, bn, consumers, mtiles, persistent, blocks", [
+    # 90 pixels: one 128-pixel tile of two MMA tiles, a pixel tail in the second
+    ((1, 9, 10, 24, 40, 3, 3), (1, 1), "bf16", None, 1, 2, False, None),
+    # 84 pixels x 48 channels: 2 pixel tiles x 3 channel tiles, walked by 2 blocks
+    ((2, 6, 7, 16, 48, 3, 3), (1, 1), "f16", 16, 1, 1, True, 2),
+    # one block walks 2 tiles of 128 pixels (two MMA tiles a consumer), stride 2
+    ((4, 15, 16, 16, 32, 3, 3), (2, 1), "bf16", 32, 1, 2, True, 1),
+])
+def test_conv2d_tc_tile_walk_matches_numpy(shape, stride, dtype, bn, consumers, mtiles, persistent,
+                                           blocks):
+    N, H, W, C, K, R, S = shape
+    rng = np.random.default_rng(sum(shape) + mtiles)
+    xh, xv = inputs(rng, (N, H, W, C), dtype)
+    wh, wv = inputs(rng, (K, R, S, C), dtype)
+    y = cv.conv2d_tc(cuda.to_device(xh), cuda.to_device(wh), stride, (1, 1), (1, 1), dtype=dtype,
+                     bn=bn, consumers=consumers, stages=2, mtiles=mtiles, persistent=persistent,
+                     blocks=blocks).copy_to_host()
+    ref = cv.reference(xv, wv, stride, (1, 1), (1, 1))
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-4 * np.sqrt(R * S * C))
+
+
+def test_conv2d_tc_grid_of_the_tile_walk():
+    plain = cv.make_conv2d_tc(3, 3, bn=64, consumers=2, stages=4, ctas=2)
+    walk = cv.make_conv2d_tc(3, 3, bn=64, consumers=2, stages=4, ctas=2, persistent=True)
+    wide = cv.make_conv2d_tc(3, 3, bn=64, consumers=2, stages=5, mtiles=2)
+    M = 128 * 56 * 56
+    assert cv.grid_tc(plain, M, 64) == (M // 128, 1)
+    assert cv.grid_tc(walk, M, 64, sms=132) == (264,)   # two blocks a multiprocessor
+    assert cv.grid_tc(walk, 300, 64, sms=132) == (3,)    # at most one a tile
+    assert cv.grid_tc(wide, M, 128) == (2 * M // 256,)   # a block a tile, channel tiles inner
+    assert (wide.bm, walk.bm, plain.bm) == (256, 128, 128)
+    with pytest.raises(ValueError, match="only a persistent kernel takes a block count"):
+        cv.run_tc(plain, None, None, np.zeros((8, 64), np.float32), 1, 2, 4, 64, blocks=2)
+
+
 def test_conv2d_tc_bf16_output_rounds_the_fp32_sum():
     rng = np.random.default_rng(3)
     xh, xv = inputs(rng, (1, 6, 6, 16), "bf16")
@@ -52,6 +87,10 @@ def test_conv2d_tc_bf16_output_rounds_the_fp32_sum():
     ({"dtype": "tf32"}, "dtype must be 'bf16' or 'f16'"),
     ({"out": "int8"}, "out must be"),
     ({"ctas": 3}, "ctas must be 1 or 2"),
+    ({"mtiles": 4}, "mtiles must be 1 or 2"),
+    ({"persistent": "yes"}, "persistent must be a bool"),
+    ({"bn": 128, "consumers": 1, "ctas": 2, "mtiles": 2}, "bn=128 needs 128 accumulator registers "
+     "a thread; 2 block\\(s\\) of 256 threads a SM leave 128: use bn <= 88"),
     ({"bn": 128, "consumers": 2, "ctas": 2}, "bn=128 needs 64 accumulator registers a thread; 2 "
      "block\\(s\\) of 384 threads a SM leave 80: use bn <= 80"),
     ({"bn": 256, "consumers": 2, "stages": 5}, "1 block\\(s\\) of 245760 bytes of shared memory"),
