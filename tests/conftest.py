@@ -181,3 +181,28 @@ def pytest_terminal_summary(terminalreporter):
         f"toolchain missing: {missing['skipped']} skipped, {missing['failed']} failed "
         f"({'required' if REQUIRE_TOOLCHAIN else 'not required'}: NUMBA_ASYNCCOPY_REQUIRE_TOOLCHAIN); "
         f"ptxas={toolchain.find_tool('ptxas')} nvdisasm={toolchain.find_tool('nvdisasm')}")
+
+
+#: test files that share in-process work and so run in one pytest-xdist
+#: worker under ``--dist loadfile``: the differential check reads the GPU
+#: compiles of the adversarial suite (the same programs), instead of
+#: compiling every one again
+SHARED_WORKER = {
+    "tests/cpu/test_differential.py": "tests/cpu/test_adversarial_device.py",
+}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile``, with the files of ``SHARED_WORKER`` sent to the
+    worker of the file they share work with."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedFileScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return SHARED_WORKER.get(scope, scope)
+
+    return SharedFileScheduling(config, log)
