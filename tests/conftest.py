@@ -7,6 +7,7 @@ where there is no GPU."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -105,6 +106,19 @@ def run_python(code: str, timeout: float = 120, env: dict | None = None) -> subp
     )
 
 
+@functools.lru_cache(maxsize=None)
+def plain_demo() -> tuple[int, str]:
+    """(exit status, stdout + stderr) of ``python -m numba_asynccopy`` on the
+    real target (no simulator), run once per process: tests/cpu/test_package.py
+    checks its listing and tests/docs/test_demo.py its closing words
+    (``SHARED_WORKER`` runs the two files in one worker)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    proc = subprocess.run([sys.executable, "-m", "numba_asynccopy"], capture_output=True,
+                          text=True, timeout=600, env=env, cwd=ROOT)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
 #: ``make test`` and CI set this: there a missing or mismatched ptxas/nvdisasm
 #: fails the tests that need it (``tool_missing``) instead of skipping them.
 REQUIRE_TOOLCHAIN = os.environ.get("NUMBA_ASYNCCOPY_REQUIRE_TOOLCHAIN") == "1"
@@ -186,9 +200,10 @@ def pytest_terminal_summary(terminalreporter):
 #: test files that share in-process work and so run in one pytest-xdist
 #: worker under ``--dist loadfile``: the differential check reads the GPU
 #: compiles of the adversarial suite (the same programs), instead of
-#: compiling every one again
+#: compiling every one again; the demo's two tests read one run of it
 SHARED_WORKER = {
     "tests/cpu/test_differential.py": "tests/cpu/test_adversarial_device.py",
+    "tests/docs/test_demo.py": "tests/cpu/test_package.py",  # conftest.plain_demo
 }
 
 
