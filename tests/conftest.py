@@ -221,3 +221,25 @@ def pytest_xdist_make_scheduler(config, log):
             return SHARED_WORKER.get(scope, scope)
 
     return SharedFileScheduling(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """With the adversarial suite's first test, start the differential
+    check's simulator run of every case where that check is selected: it
+    runs while this worker compiles the suite's programs, which the check
+    reads afterwards (``SHARED_WORKER``)."""
+    session = item.session
+    if item.path.name != "test_adversarial_device.py" or getattr(session, "_sim_run_started", False):
+        return
+    session._sim_run_started = True
+    if any(i.name == "test_every_case_agrees" for i in session.items):
+        from tests.cpu import test_differential
+
+        test_differential.start_simulator_run()
+
+
+def pytest_sessionfinish(session):
+    differential = sys.modules.get("tests.cpu.test_differential")
+    if differential is not None:
+        differential.stop_simulator_run()

@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -46,20 +47,49 @@ def _simulator(full: bool) -> subprocess.Popen:
     env["NUMBA_ENABLE_CUDASIM"] = "1"
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     cmd = [sys.executable, "-m", "tests.differential", "sim"] + (["--all"] if full else [])
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    # into files, not pipes: a run started early writes every verdict
+    # before anyone reads them
+    out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=err, text=True)
+    proc.files = (out, err)
+    return proc
 
 
 def _verdicts(proc: subprocess.Popen, timeout: int) -> dict:
-    out, err = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, err[-3000:]
-    return {r["id"]: r for r in map(json.loads, out.splitlines())}
+    proc.wait(timeout=timeout)
+    out, err = proc.files
+    out.seek(0)
+    err.seek(0)
+    text, errors = out.read(), err.read()
+    out.close()
+    err.close()
+    assert proc.returncode == 0, errors[-3000:]
+    return {r["id"]: r for r in map(json.loads, text.splitlines())}
 
 
 #: the simulator's verdicts of every case by statement, once per process:
 #: the quick check reads its programs (a subset) from them where the full
 #: check runs in the same session
 _SIM_ALL: dict = {}
+#: the simulator's run of every case, started early (``start_simulator_run``)
+_SIM_RUN: dict[str, subprocess.Popen] = {}
+
+
+def start_simulator_run() -> None:
+    """Start the simulator's run of every case now, once per process, so
+    that it runs while this worker compiles the adversarial suite's programs
+    (tests/conftest.py starts it with that file where the full check is
+    selected)."""
+    if not _SIM_ALL and "all" not in _SIM_RUN:
+        _SIM_RUN["all"] = _simulator(True)
+
+
+def stop_simulator_run() -> None:
+    """End an early simulator run nobody read (the session ends)."""
+    proc = _SIM_RUN.pop("all", None)
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        proc.wait()
 
 
 def compare(full: bool, timeout: int, reuse: bool = False) -> tuple[int, int, dict]:
@@ -71,7 +101,10 @@ def compare(full: bool, timeout: int, reuse: bool = False) -> tuple[int, int, di
     from tests import differential
 
     every = full or reuse
-    proc = None if every and _SIM_ALL else _simulator(every)
+    if every:
+        proc = None if _SIM_ALL else _SIM_RUN.pop("all", None) or _simulator(True)
+    else:
+        proc = _simulator(False)
     try:
         g = {pid: {"stmt": stmt, **differential.compile_verdict(stmt)}
              for pid, stmt in differential.programs(full)}
