@@ -43,15 +43,21 @@ demo: $(STAMP)
 # JOBS pytest-xdist workers (auto: one per core; JOBS=0 runs in one process)
 # and list the slowest tests (--durations).  The CPU layer sends whole files
 # to a worker (--dist loadfile: a file's compile caches stay in one
-# process); the simulator's tests go one by one to the first idle worker
+# process; tests/conftest.py SHARED_WORKER sends files that share work to
+# one worker); the simulator's tests go one by one to the first idle worker
 # (--dist worksteal: tests/gpu/test_examples_gpu.py alone is about half of
 # that run).  Here a missing or mismatched ptxas/nvdisasm fails the tests
 # that need it instead of skipping them (NUMBA_ASYNCCOPY_REQUIRE_TOOLCHAIN=1).
 JOBS ?= auto
 PYTEST_FAST := -n $(JOBS) --durations=25
 REQUIRE_TOOLCHAIN := NUMBA_ASYNCCOPY_REQUIRE_TOOLCHAIN=1
+# The CPU run leaves out the directories whose every test needs the
+# simulator or a GPU (tests/sim and tests/gpu run in the simulator step;
+# tests/multigpu needs two GPUs): there they would only be collected and
+# skipped, in every worker.
+SIM_ONLY := --ignore=tests/sim --ignore=tests/gpu --ignore=tests/multigpu
 test: $(STAMP)
-	$(REQUIRE_TOOLCHAIN) $(PY) -m pytest -ra -q $(PYTEST_FAST) --dist loadfile
+	$(REQUIRE_TOOLCHAIN) $(PY) -m pytest -ra -q $(PYTEST_FAST) --dist loadfile $(SIM_ONLY)
 	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -ra -q $(PYTEST_FAST) --dist worksteal tests/sim tests/gpu
 
 # The documentation site (Sphinx + MyST + autodoc; docs/conf.py), warnings as

@@ -7,6 +7,7 @@ where there is no GPU."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -105,6 +106,19 @@ def run_python(code: str, timeout: float = 120, env: dict | None = None) -> subp
     )
 
 
+@functools.lru_cache(maxsize=None)
+def plain_demo() -> tuple[int, str]:
+    """(exit status, stdout + stderr) of ``python -m numba_asynccopy`` on the
+    real target (no simulator), run once per process: tests/cpu/test_package.py
+    checks its listing and tests/docs/test_demo.py its closing words
+    (``SHARED_WORKER`` runs the two files in one worker)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    proc = subprocess.run([sys.executable, "-m", "numba_asynccopy"], capture_output=True,
+                          text=True, timeout=600, env=env, cwd=ROOT)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
 #: ``make test`` and CI set this: there a missing or mismatched ptxas/nvdisasm
 #: fails the tests that need it (``tool_missing``) instead of skipping them.
 REQUIRE_TOOLCHAIN = os.environ.get("NUMBA_ASYNCCOPY_REQUIRE_TOOLCHAIN") == "1"
@@ -181,3 +195,51 @@ def pytest_terminal_summary(terminalreporter):
         f"toolchain missing: {missing['skipped']} skipped, {missing['failed']} failed "
         f"({'required' if REQUIRE_TOOLCHAIN else 'not required'}: NUMBA_ASYNCCOPY_REQUIRE_TOOLCHAIN); "
         f"ptxas={toolchain.find_tool('ptxas')} nvdisasm={toolchain.find_tool('nvdisasm')}")
+
+
+#: test files that share in-process work and so run in one pytest-xdist
+#: worker under ``--dist loadfile``: the differential check reads the GPU
+#: compiles of the adversarial suite (the same programs), instead of
+#: compiling every one again; the demo's two tests read one run of it
+SHARED_WORKER = {
+    "tests/cpu/test_differential.py": "tests/cpu/test_adversarial_device.py",
+    "tests/docs/test_demo.py": "tests/cpu/test_package.py",  # conftest.plain_demo
+}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile``, with the files of ``SHARED_WORKER`` sent to the
+    worker of the file they share work with."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedFileScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return SHARED_WORKER.get(scope, scope)
+
+    return SharedFileScheduling(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """With the adversarial suite's first test, start the differential
+    check's simulator run of every case where that check is selected: it
+    runs while this worker compiles the suite's programs, which the check
+    reads afterwards (``SHARED_WORKER``)."""
+    session = item.session
+    if item.path.name != "test_adversarial_device.py" or getattr(session, "_sim_run_started", False):
+        return
+    session._sim_run_started = True
+    if any(i.name == "test_every_case_agrees" for i in session.items):
+        from tests.cpu import test_differential
+
+        test_differential.start_simulator_run()
+
+
+def pytest_sessionfinish(session):
+    differential = sys.modules.get("tests.cpu.test_differential")
+    if differential is not None:
+        differential.stop_simulator_run()

@@ -80,14 +80,36 @@ def _kernel(stmt: str):
     return g["k"]
 
 
+#: the GPU compile of each statement in this process: its PTX or the
+#: exception that refused it (the adversarial suite compiles the same
+#: programs; under ``make test`` both files run in one worker and each
+#: program is compiled once)
+_COMPILED: dict[str, object] = {}
+
+
+def compile_outcome(stmt: str):
+    """The PTX of the contracts' kernel around ``stmt`` compiled for sm_90a
+    (the warpgroup MMA's forms need the arch-specific target), or the
+    exception that refused it; compiled once per process."""
+    if stmt not in _COMPILED:
+        import warnings
+
+        from numba import cuda
+
+        from tests.cpu.test_adversarial_device import SIG
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                _COMPILED[stmt] = cuda.compile_ptx(_kernel(stmt), SIG, cc=(9, 0, "a"))[0]
+        except Exception as e:  # noqa: BLE001 - every refusal is an outcome
+            _COMPILED[stmt] = e
+    return _COMPILED[stmt]
+
+
 def compile_verdict(stmt: str) -> dict:
-    from numba import cuda
-
-    from tests.cpu.test_adversarial_device import SIG
-
-    try:
-        cuda.compile_ptx(_kernel(stmt), SIG, cc=(9, 0, "a"))
-    except Exception as e:  # noqa: BLE001 - every refusal is a verdict
+    e = compile_outcome(stmt)
+    if isinstance(e, Exception):
         return {"accepted": False, "kind": type(e).__name__, "words": words(str(e))}
     return {"accepted": True}
 

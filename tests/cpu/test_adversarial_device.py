@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from numba import cuda, types
+from numba import types
 
 import numba_asynccopy as ac
 from numba_asynccopy._compat import core_errors
 from numba_asynccopy._forms import public_apis
 
-from .adversarial_contracts import CONTRACTS, KERNEL, invalid_cases, valid_call
+from .adversarial_contracts import CONTRACTS, invalid_cases, valid_call
 
 SIG = (types.uint32[::1], types.int32, types.float32, types.float32[:, ::1], types.uint64[::1],
        types.int64)
@@ -33,11 +32,16 @@ FEW = settings(max_examples=4, deadline=None, derandomize=True,
 
 
 def compile_call(stmt: str) -> str:
-    g = {"cuda": cuda, "np": np, "ac": ac}
-    exec(compile(KERNEL.format(call=stmt), "<adversarial kernel>", "exec"), g)
-    # sm_90a: the warpgroup MMA's forms need the arch-specific target
-    ptx, _ = cuda.compile_ptx(g["k"], SIG, cc=(9, 0, "a"))
-    return ptx
+    """The PTX of the contracts' kernel around ``stmt`` (sm_90a), or the
+    exception that refused it, raised; each program compiles once per
+    process (the differential check, tests/cpu/test_differential.py,
+    compares the same compiles with the simulator)."""
+    from tests.differential import compile_outcome
+
+    out = compile_outcome(stmt)
+    if isinstance(out, Exception):
+        raise out.with_traceback(None)
+    return out
 
 
 def assert_refused(api: str, words: str, stmt: str) -> None:

@@ -78,13 +78,11 @@ def test_flavours_follow_numba_cudas_extras_and_ci_tests_both():
 
 @pytest.mark.skipif(os.environ.get("NUMBA_ENABLE_CUDASIM") == "1", reason="real target only")
 def test_demo_runs_without_traceback():
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-m", "numba_asynccopy"], capture_output=True,
-                          text=True, timeout=600, env=env)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out
+    from tests.conftest import HAVE_GPU, plain_demo
+
+    rc, out = plain_demo()
+    assert rc == 0, out
     assert "Traceback" not in out
-    from tests.conftest import HAVE_GPU
 
     if HAVE_GPU:
         assert out.count("matches numpy") == 6 and "GB/s" in out, out  # 5 + the cluster copy

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tests.conftest import HAVE_GPU
+from tests.conftest import HAVE_GPU, plain_demo
 from tests.docs.docblocks import ROOT
 
 
@@ -57,13 +57,9 @@ def test_a_mismatch_in_the_simulator_fails_the_demo():
 
 @pytest.mark.skipif(HAVE_GPU, reason="a GPU is there: the demo runs the kernels (the GPU suite checks it)")
 def test_without_a_gpu_the_demo_compiles_and_says_what_to_try_next():
-    # one kernel is enough for the mode's flow; test_package.py checks every kernel's listing
-    code = ("import sys\n"
-            "import numba_asynccopy.examples.seeds as s\n"
-            "s.SEEDS = {'shift_rows': s.SEEDS['shift_rows']}\n"
-            "import numba_asynccopy.__main__ as m\n"
-            "sys.exit(m.main())\n")
-    rc, out = demo(sim=False, code=code)
+    # the demo's run of tests/cpu/test_package.py (once per process): there
+    # every kernel's listing is checked, here the mode's flow and its end
+    rc, out = plain_demo()
     assert rc == 0, out
     assert out.startswith("numba-asynccopy demo: no GPU found; compiling only."), out
     assert "shift_rows   cp.async" in out and "No GPU was found: kernels were" in out, out
