@@ -28,9 +28,12 @@ def unwrap(x: Any) -> Any:
 def numba_type(v: Any) -> types.Type:
     """The Numba type the GPU compiler would see for ``v``.
 
-    Scalars become literal types: the simulator cannot tell a compile-time
-    constant from a run-time value, so every value gets the compile-time
-    checks (same messages as the device's typing and checked mode).
+    Scalars become literal types, and so do a tuple's integer entries (as
+    Numba types a tuple of constants): the simulator cannot tell a
+    compile-time constant from a run-time value, so every value gets the
+    compile-time checks (same messages as the device's typing and checked
+    mode); :mod:`.constants` retypes the run-time ones from the kernel's
+    source.
 
     Example::
 
@@ -45,6 +48,13 @@ def numba_type(v: Any) -> types.Type:
         return types.literal(int(v))
     if isinstance(v, str):
         return types.literal(v)
+    if type(v) is tuple and v:
+        # Numba types a tuple entry by entry: ``(0, -1)`` or ``(tid, -1)`` has a
+        # literal -1, which the compile-time checks see (a run-time entry is
+        # retyped from the kernel's source: .constants)
+        elems = [numba_type(e) for e in v]
+        if types.pyobject not in elems:
+            return types.BaseTuple.from_types(elems)
     try:
         return numba.typeof(v)
     except (ValueError, TypeError):
@@ -65,8 +75,8 @@ def _shape_key(v: Any):
     if v is None or isinstance(v, (bool, np.bool_, int, np.integer, str)):
         return ("v", type(v), v)  # literal types carry the value
     if type(v) is tuple:
-        inner = tuple(("s", type(e)) if isinstance(e, (int, np.integer, float, np.floating))
-                      and not isinstance(e, (bool, np.bool_)) else _shape_key(e) for e in v)
+        inner = tuple(("s", type(e)) if isinstance(e, (float, np.floating)) else _shape_key(e)
+                      for e in v)  # an integer entry's literal type carries its value
         return None if None in inner else ("t", inner)
     if isinstance(v, (float, np.floating)):
         return ("s", type(v))
