@@ -27,7 +27,8 @@ It runs in two layers:
 runs both and prints one line per disagreement, then the counts; a
 kernel whose globals cannot be rebuilt outside the simulator (a Python
 object that is neither a constant nor a named function) is inconclusive.
-``--quick``: the examples' and the docs' programs only (under a minute).
+``--quick``: the README's programs and a few GPU tests (:data:`QUICK`; about
+a minute: ``tests/cpu/test_differential_kernels.py``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import pickle
 import subprocess
 import sys
 import tempfile
+import time
 import types as pytypes
 from pathlib import Path
 
@@ -114,7 +116,7 @@ def _freeze_value(v, seen, home=None):
         named = _named(v)
         if named and not named[0].startswith("numba_asynccopy"):
             return ["attr", *named]
-        return ["device", freeze(v.fn, seen)]
+        return ["device", freeze(v.fn, seen), getattr(v, "_differential_options", {})]
     if _is_data(v):
         return ["data", base64.b64encode(pickle.dumps(v)).decode()]
     if home is not None:
@@ -172,7 +174,7 @@ def _thaw_value(v):
     if kind == "device":
         from numba import cuda
 
-        return cuda.jit(device=True)(thaw(v[1]))
+        return cuda.jit(device=True, **(v[2] if len(v) > 2 else {}))(thaw(v[1]))
     if kind == "data":
         return pickle.loads(base64.b64decode(v[1]))
     raise ValueError(kind)
@@ -253,6 +255,7 @@ def install(directory: str) -> None:
     cls = simkernel.FakeCUDAKernel
     if getattr(cls.__call__, "_differential", False):
         return
+    _keep_jit_options()
     original = cls.__call__
     out = Path(directory) / f"sim-{os.getpid()}.jsonl"
 
@@ -277,11 +280,46 @@ def install(directory: str) -> None:
             raise
         finally:
             rec["sim"] = sim_outcome(exc if isinstance(exc, Exception) else None)
+            rec["t"] = round(time.time(), 1)
             with open(out, "a") as f:
                 f.write(json.dumps(rec) + "\n")
 
     call._differential = True
     cls.__call__ = call
+
+
+#: the options of ``cuda.jit`` that change how a call of a device function is
+#: typed (``inline="always"``: in the caller, its constants literal there)
+_OPTIONS = ("inline", "forceinline")
+
+
+def _keep_jit_options() -> None:
+    """The simulator's ``cuda.jit`` keeps no options: remember those of
+    :data:`_OPTIONS` on the kernel it returns."""
+    import numba.cuda
+    from numba.cuda.simulator import api
+    from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+    original = api.jit
+    if getattr(original, "_differential", False):
+        return
+
+    @functools.wraps(original)
+    def jit(func_or_sig=None, **kw):
+        opts = {k: kw[k] for k in _OPTIONS if kw.get(k) not in (None, False)}
+        out = original(func_or_sig, **kw)
+
+        def tag(k):
+            if isinstance(k, FakeCUDAKernel):
+                k._differential_options = opts
+            return k
+
+        if isinstance(out, FakeCUDAKernel):
+            return tag(out)
+        return lambda fn: tag(out(fn))
+
+    jit._differential = True
+    api.jit = numba.cuda.jit = jit
 
 
 def install_if_asked() -> None:
@@ -309,6 +347,11 @@ def compile_verdicts(directory: str) -> dict:
     from tests.differential import words
 
     warnings.simplefilter("ignore")
+    # a device function is compiled for the current device's compute
+    # capability: here, with no GPU, for the sm_90a the kernel is compiled for
+    import numba.cuda.dispatcher as _dispatcher
+
+    _dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(9, 0))
     out = {}
     for rec in records(directory):
         if "frozen" not in rec:
@@ -346,9 +389,14 @@ def records(directory: str) -> list[dict]:
 
 # --- the census -----------------------------------------------------------------------
 
-#: what the quick census runs: the examples' GPU tests and the docs' pages
-QUICK = ["tests/gpu/test_examples_gpu.py::test_staged_copy_runs",
-         "tests/gpu/test_async_examples_gpu.py", "tests/gpu/test_doc_examples_gpu.py"]
+#: what the quick census runs (and the README's programs): hand-written and
+#: pipelined async copies, and a kernel both layers refuse
+QUICK = ["tests/gpu/test_async_examples_gpu.py::test_hand_written_bulk_copy",
+         "tests/gpu/test_async_examples_gpu.py::test_hand_written_tma_copy",
+         "tests/gpu/test_async_examples_gpu.py::test_bulk_copy_persistent_grid_and_float_data",
+         "tests/gpu/test_async_examples_gpu.py::"
+         "test_tma_copy_persistent_grid_float_data_and_strided_views",
+         "tests/gpu/test_cluster_gpu.py::test_cluster_dims_in_a_device_function_is_an_error"]
 
 
 def _env(directory: str | None, sim: bool) -> dict:
@@ -369,7 +417,8 @@ def run_sim_layer(directory: str, quick: bool, jobs: int = 0) -> None:
     subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     from tests.docs.docblocks import blocks, doc_files
 
-    pages = [p for p in doc_files() if any(b.kind == "run" for b in blocks(p))]
+    pages = [p for p in doc_files() if any(b.kind == "run" for b in blocks(p))
+             and (not quick or p.name == "README.md")]
     nbs = [] if quick else sorted((ROOT / "notebooks").glob("*.ipynb"))
     for p in pages:
         subprocess.run([sys.executable, "-m", "tests.docs.docblocks", str(p)], cwd=ROOT, env=env,
@@ -388,7 +437,7 @@ def census(quick: bool, directory: str | None = None, jobs: int = 0) -> dict:
                           cwd=ROOT, env=_env(None, sim=False), capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     gpu = json.loads(proc.stdout.splitlines()[-1])
-    seen, compared, agree, inconclusive, bad = set(), 0, 0, 0, []
+    seen, compared, agree, inconclusive, bad, refused = set(), 0, 0, 0, [], 0
     for rec in records(directory):
         sim = rec["sim"]
         key = program_key(rec) if "frozen" in rec else None
@@ -403,11 +452,13 @@ def census(quick: bool, directory: str | None = None, jobs: int = 0) -> dict:
         compared += 1
         if a["accepted"] == sim["accepted"] and (a["accepted"] or a["words"] == sim["words"]):
             agree += 1
+            refused += not a["accepted"]
         else:
             bad.append({"source": rec["source"], "kernel": rec["kernel"], "line": rec["line"],
                         "gpu": a.get("words", "accepts"),
                         "sim": sim.get("words", "accepts")})
-    return {"compared": compared, "agree": agree, "inconclusive": inconclusive, "disagree": bad,
+    return {"compared": compared, "agree": agree, "refused": refused, "inconclusive": inconclusive,
+            "disagree": bad,
             "launches": len(records(directory)), "directory": directory}
 
 
@@ -422,7 +473,8 @@ def main(argv: list[str]) -> int:
         print(f"DISAGREE {b['source']} {b['kernel']} ({b['line']})\n    GPU compile: {b['gpu']}\n"
               f"    simulator:   {b['sim']}")
     print(f"differential census: {r['launches']} launches, {r['compared']} programs compared "
-          f"(GPU compile for sm_90a vs the simulator), {r['agree']} agree, "
+          f"(GPU compile for sm_90a vs the simulator), {r['agree']} agree "
+          f"({r['refused']} of them refused by both, in the same words), "
           f"{len(r['disagree'])} disagree, {r['inconclusive']} inconclusive "
           f"(records in {r['directory']})")
     return 1 if r["disagree"] else 0
