@@ -236,7 +236,7 @@ CONSTANT_CASES = [
 
 
 @pytest.mark.parametrize("expr, refused", CONSTANT_CASES)
-def test_constant_means_numba_literal(expr, refused):
+def test_constant_means_numba_literal(expr, refused, interleaving):
     k = cuda.jit(_chunk_source(expr))
     A = np.arange(64, dtype=np.float32)
     out = np.zeros(64, np.float32)
