@@ -22,11 +22,14 @@ It runs in two layers:
    and compiles it for the recorded argument types (``cuda.compile_ptx``,
    sm_90a, in the checked mode the launch had).
 
-    python -m tests.differential_kernels census [--quick]
+    python -m tests.differential_kernels census [--quick] [--dir=DIR [--rerun=SRC,...]]
 
 runs both and prints one line per disagreement, then the counts; a
 kernel whose globals cannot be rebuilt outside the simulator (a Python
 object that is neither a constant nor a named function) is inconclusive.
+``--dir``: keep the records there (a second run compares them again without
+running the programs); ``--rerun``: run those sources again first (a test
+file or node, a docs page, a notebook, as the records name them).
 ``--quick``: the README's programs and a few GPU tests (:data:`QUICK`; about
 a minute: ``tests/cpu/test_differential_kernels.py``).
 """
@@ -83,14 +86,21 @@ def _names(code) -> set:
     return out
 
 
-def _named(v):
+def _named(v, prefer: str | None = None):
     """(module, attribute) under which ``v`` is reachable, or None: the
     package's namespaces first (in the simulator its names are bound to the
-    simulator's twins, whose own module differs)."""
+    simulator's twins, whose own module differs), under the name ``prefer``
+    first (the name a kernel imported it as: ``_carve`` is the simulator's
+    ``_carve_sim`` too)."""
     import numba_asynccopy as ac
 
-    for mod in [ac] + [m for n, m in sorted(sys.modules.items())
-                       if n.startswith("numba_asynccopy.") and m is not None]:
+    mods = [ac] + [m for n, m in sorted(sys.modules.items())
+                   if n.startswith("numba_asynccopy.") and m is not None]
+    if prefer:
+        for mod in mods:
+            if vars(mod).get(prefer) is v:
+                return (mod.__name__, prefer)
+    for mod in mods:
         for k, x in vars(mod).items():
             if x is v and not k.startswith("__"):
                 return (mod.__name__, k)
@@ -107,13 +117,13 @@ def _named(v):
     return None
 
 
-def _freeze_value(v, seen, home=None):
+def _freeze_value(v, seen, home=None, name=None):
     from numba.cuda.simulator.kernel import FakeCUDAKernel
 
     if isinstance(v, pytypes.ModuleType):
         return ["module", v.__name__]
     if isinstance(v, FakeCUDAKernel):
-        named = _named(v)
+        named = _named(v, name)
         if named and not named[0].startswith("numba_asynccopy"):
             return ["attr", *named]
         return ["device", freeze(v.fn, seen), getattr(v, "_differential_options", {})]
@@ -124,9 +134,14 @@ def _freeze_value(v, seen, home=None):
         # module binds a different object outside the simulator (an
         # intrinsic there, its simulator twin here), the compile takes that
         return ["attr", *home]
-    named = _named(v)
+    named = _named(v, name)
     if named is not None:
         return ["attr", *named]
+    if isinstance(v, pytypes.FunctionType):
+        # a plain function a kernel calls: in the simulator, what the GPU
+        # compiles as a device function (``cuda.jit(device=True)`` where
+        # not ``ac.sim.ENABLED``)
+        return ["device", freeze(v, seen), {}]
     raise Unfrozen(f"{type(v).__name__} {v!r:.60}")
 
 
@@ -144,7 +159,7 @@ def freeze(fn, seen=None) -> dict:
             home = ((mod.__name__, n) if mod is not None and getattr(mod, "__file__", None)
                     and vars(mod).get(n) is fn.__globals__[n] else None)
             try:
-                g[n] = _freeze_value(fn.__globals__[n], seen, home)
+                g[n] = _freeze_value(fn.__globals__[n], seen, home, n)
             except Unfrozen as e:
                 missing[n] = str(e)  # perhaps an attribute's name only: rebuilt without it
     cells = []
@@ -408,6 +423,32 @@ def _env(directory: str | None, sim: bool) -> dict:
     return env
 
 
+def rerun(directory: str, sources: list[str]) -> None:
+    """Record ``sources`` again (GPU tests, docs pages, notebooks, as the
+    records name them), their earlier records dropped."""
+    for p in sorted(glob.glob(os.path.join(directory, "sim-*.jsonl"))):
+        with open(p) as f:
+            keep = [line for line in f if not any(json.loads(line)["source"].startswith(s)
+                                                  for s in sources)]
+        with open(p, "w") as f:
+            f.writelines(keep)
+    env = _env(directory, sim=True)
+    tests = [s for s in sources if s.startswith("tests/")]
+    if tests:
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
+                        "-o", "addopts=", *tests], cwd=ROOT, env=env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for s in sources:
+        if s.endswith(".md"):
+            runner, path = "tests.docs.docblocks", ROOT / s
+        elif s.endswith(".ipynb"):
+            runner, path = "tests.notebooks.execnb", ROOT / "notebooks" / s
+        else:
+            continue
+        subprocess.run([sys.executable, "-m", runner, str(path)], cwd=ROOT, env=env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def run_sim_layer(directory: str, quick: bool, jobs: int = 0) -> None:
     """Run the programs in the simulator, recording every launch."""
     env = _env(directory, sim=True)
@@ -468,6 +509,9 @@ def main(argv: list[str]) -> int:
         return 0
     quick = "--quick" in argv
     d = next((a.split("=", 1)[1] for a in argv if a.startswith("--dir=")), None)
+    again = next((a.split("=", 1)[1] for a in argv if a.startswith("--rerun=")), None)
+    if again and d:
+        rerun(d, again.split(","))
     r = census(quick, d)
     for b in r["disagree"]:
         print(f"DISAGREE {b['source']} {b['kernel']} ({b['line']})\n    GPU compile: {b['gpu']}\n"
