@@ -27,8 +27,9 @@ It runs in two layers:
 runs both and prints one line per disagreement, then the counts; a
 kernel whose globals cannot be rebuilt outside the simulator (a Python
 object that is neither a constant nor a named function) is inconclusive.
-``--dir``: keep the records there (a second run compares them again without
-running the programs); ``--rerun``: run those sources again first (a test
+``--dir``: keep the records and the compile verdicts there (a second run
+compares them again without running the programs; delete the directory
+after changing the package); ``--rerun``: run those sources again first (a test
 file or node, a docs page, a notebook, as the records name them).
 ``--quick``: the README's programs and a few GPU tests (:data:`QUICK`; about
 a minute: ``tests/cpu/test_differential_kernels.py``).
@@ -165,7 +166,7 @@ def freeze(fn, seen=None) -> dict:
     cells = []
     for name, c in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
         try:
-            cells.append(_freeze_value(c.cell_contents, seen))
+            cells.append(_freeze_value(c.cell_contents, seen, None, name))
         except ValueError:  # an empty cell
             cells.append(["empty"])
         except Unfrozen as e:
@@ -367,7 +368,11 @@ def compile_verdicts(directory: str) -> dict:
     import numba.cuda.dispatcher as _dispatcher
 
     _dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(9, 0))
+    cache = os.path.join(directory, "compile-verdicts.json")  # a rerun compiles only what changed
     out = {}
+    if os.path.exists(cache):
+        with open(cache) as f:
+            out = json.load(f)
     for rec in records(directory):
         if "frozen" not in rec:
             continue
@@ -391,6 +396,8 @@ def compile_verdicts(directory: str) -> dict:
                     out[key] = {"accepted": False, "kind": type(e).__name__, "words": said}
                 continue
         out[key] = {"accepted": True}
+    with open(cache, "w") as f:
+        json.dump(out, f)
     return out
 
 
