@@ -72,6 +72,14 @@ docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 	@echo "docs built: docs/_build/html/index.html"
 
+# The differential census: every kernel of the GPU functional tests, the docs'
+# programs and the notebooks, run in the simulator and compiled for sm_90a
+# (no GPU needed); both must agree on what they accept, with the same words
+# (tens of minutes; `make test` runs its quick subset).
+.PHONY: differential-census
+differential-census: $(STAMP)
+	$(PY) -m tests.differential_kernels census
+
 test-cpu: $(STAMP)
 	$(REQUIRE_TOOLCHAIN) $(PY) -m pytest -ra -q $(PYTEST_FAST) --dist loadfile tests/cpu
 

@@ -110,6 +110,10 @@ outside_cluster = _rule(
 
 # Arguments the PTX instruction takes as an immediate: the GPU compile needs a
 # constant, and the simulator refuses a run-time value with the same words.
+cluster_dims_in_device_function = _rule(
+    "cluster_dims_in_device_function",
+    "cluster_dims{dims} is called in device function `{function}`; the cluster shape belongs to "
+    "the kernel: call cluster_dims in the kernel body")
 compile_time_constant = _rule(
     "compile_time_constant", "`{name}` must be a compile-time constant ({kind} literal), got {got}")
 

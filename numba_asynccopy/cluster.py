@@ -735,6 +735,25 @@ def validate_cluster_dims(x, y, z, non_portable) -> tuple[int, int, int]:
     return dims
 
 
+def python_name(mangled: str) -> str:
+    """The Python name of the function Numba mangled into ``mangled`` (the
+    last part of its qualified name: ``helper`` for
+    ``_ZN8__main__6helperB2v1B...E``), or ``mangled`` itself."""
+    import re
+
+    if not mangled.startswith("_ZN"):
+        return mangled
+    i, parts = 3, []
+    while i < len(mangled) and mangled[i].isdigit():
+        m = re.match(r"\d+", mangled[i:])
+        n = int(m.group())
+        i += len(m.group())
+        parts.append(mangled[i:i + n])
+        i += n
+    # a function's own name is an identifier: Numba escapes nothing in it
+    return parts[-1] if parts else mangled
+
+
 def annotate_cluster_dims(function: ir.Function, dims: tuple[int, int, int]) -> None:
     """Add ``cluster_dim_x/y/z`` to ``nvvm.annotations`` for ``function``:
     NVVM then emits ``.explicitcluster`` and ``.reqnctapercluster``."""
@@ -780,11 +799,8 @@ def cluster_dims(typingctx, x, y=1, z=1, *, non_portable=False):
     def codegen(context, builder, sig, args):
         where = _nb.compiling_kernel()
         if where is False:
-            raise TypingError(
-                f"cluster_dims{dims} is called in device function "
-                f"`{builder.function.name}`; the cluster shape belongs to the kernel: "
-                "call cluster_dims in the kernel body"
-            )
+            raise TypingError(_rules.cluster_dims_in_device_function(
+                dims=dims, function=python_name(builder.function.name)))
         annotate_cluster_dims(builder.function, dims)
         return context.get_dummy_value()
 

@@ -61,6 +61,12 @@ def _have_gpu() -> bool:
 
 HAVE_GPU = _have_gpu()
 
+if SIM and os.environ.get("DIFFERENTIAL_RECORD"):
+    # the differential census records every simulated launch (tests/differential_kernels.py)
+    from tests.differential_kernels import install_if_asked
+
+    install_if_asked()
+
 
 def pytest_configure(config):
     config.addinivalue_line(

@@ -57,7 +57,10 @@ _LEAD = re.compile(r"(?:TypingError|ContractError): (.+)")
 def words(text: str) -> str:
     """The package's message in ``text``, without the layer's decoration."""
     hits = _LEAD.findall(text)
-    msg = hits[-1] if hits else text.strip().splitlines()[0] if text.strip() else ""
+    # numba's frame around an error raised while lowering: "Failed in cuda
+    # mode pipeline (step: ...)" lines before the message
+    lines = [ln for ln in text.strip().splitlines() if ln.strip() and not ln.startswith("Failed in ")]
+    msg = hits[-1] if hits else lines[0] if lines else ""
     msg = re.sub(r"^tid=\[[^\]]*\] ctaid=\[[^\]]*\]: ", "", msg)
     msg = re.sub(r"^(numba_asynccopy simulator|numba_asynccopy checked mode): ", "", msg)
     msg = re.sub(r" \[block \([\d,]+\) thread \([\d,]+\)\]$", "", msg)

@@ -28,9 +28,13 @@ def unwrap(x: Any) -> Any:
 def numba_type(v: Any) -> types.Type:
     """The Numba type the GPU compiler would see for ``v``.
 
-    Scalars become literal types: the simulator cannot tell a compile-time
-    constant from a run-time value, so every value gets the compile-time
-    checks (same messages as the device's typing and checked mode).
+    Scalars become literal types, and so do a tuple's Python int entries (as
+    Numba types a tuple of constants; NumPy scalars in a tuple, such as an
+    MMA fragment's registers, keep their run-time types): the simulator cannot tell a
+    compile-time constant from a run-time value, so every value gets the
+    compile-time checks (same messages as the device's typing and checked
+    mode); :mod:`.constants` retypes the run-time ones from the kernel's
+    source.
 
     Example::
 
@@ -45,8 +49,27 @@ def numba_type(v: Any) -> types.Type:
         return types.literal(int(v))
     if isinstance(v, str):
         return types.literal(v)
+    if type(v) is tuple and v:
+        # Numba types a tuple entry by entry: ``(0, -1)`` or ``(tid, -1)`` has a
+        # literal -1, which the compile-time checks see (a run-time entry is
+        # retyped from the kernel's source: .constants)
+        elems = [_entry_type(e) for e in v]
+        if types.pyobject not in elems:
+            return types.BaseTuple.from_types(elems)
     try:
         return numba.typeof(v)
+    except (ValueError, TypeError):
+        return types.pyobject
+
+
+def _entry_type(e: Any) -> types.Type:
+    """A tuple entry's type: a Python int or bool (what a constant is) as a
+    literal, a NumPy scalar (a value read from an array or computed, an MMA
+    fragment's register) as its own run-time type."""
+    if type(e) in (int, bool, tuple, str):
+        return numba_type(e)
+    try:
+        return numba.typeof(e)
     except (ValueError, TypeError):
         return types.pyobject
 
@@ -65,8 +88,10 @@ def _shape_key(v: Any):
     if v is None or isinstance(v, (bool, np.bool_, int, np.integer, str)):
         return ("v", type(v), v)  # literal types carry the value
     if type(v) is tuple:
-        inner = tuple(("s", type(e)) if isinstance(e, (int, np.integer, float, np.floating))
-                      and not isinstance(e, (bool, np.bool_)) else _shape_key(e) for e in v)
+        # a Python int entry's literal type carries its value; a NumPy scalar's does not
+        inner = tuple(_shape_key(e) if type(e) in (int, bool, tuple, str) else
+                      ("s", type(e)) if isinstance(e, (float, np.generic)) else _shape_key(e)
+                      for e in v)
         return None if None in inner else ("t", inner)
     if isinstance(v, (float, np.floating)):
         return ("s", type(v))

@@ -301,9 +301,9 @@ def cluster_dims(x, y=1, z=1, *, non_portable=False):
     caller = f.f_code
     kfn = cl.launch.kernel_fn
     if getattr(kfn, "__code__", None) is not caller:
-        raise rt.SimulatorError(
-            f"cluster_dims{dims} is called in device function `{caller.co_name}`; the cluster "
-            "shape belongs to the kernel: call cluster_dims in the kernel body")
+        # the GPU compile refuses it (its typing error, the same words)
+        raise _dev.TypingError(_rules.cluster_dims_in_device_function(
+            dims=dims, function=caller.co_name))
     if not cl.launch.explicit or tuple(cl.launch.cluster) != dims:
         raise rt.SimulatorError(
             f"{rt.SIM_PREFIX}cluster_dims{dims}: the launch runs with cluster shape "

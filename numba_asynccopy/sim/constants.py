@@ -13,6 +13,13 @@ variable, a variable assigned more than once, or arithmetic on a name
 argument's run-time type.  An error it raises that asks for a constant is
 the error the GPU compile would raise.
 
+A tuple is typed entry by entry, as Numba types it: ``(0, -1)``, ``(tid,
+-1)`` and a module constant ``(0, -1)`` all hold a literal -1, which the
+compile-time checks refuse; in ``(0, n - 1)`` the entry is a run-time int64.
+A kernel parameter is typed as the dispatcher types its value
+(``bf16_to_f32(n)`` with ``n`` an int32 is refused as the GPU compile
+refuses it).
+
 The same reading serves the other direction: a value the compile-time
 check refuses (``count=0``) that is a run-time value at the call compiles
 on the GPU, where checked mode traps on it; the simulator then raises a
@@ -88,11 +95,29 @@ def _function_locked(code) -> tuple | None:
         tree = ast.parse(src)
         fn = next(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
         # line 1 of the source read is co_firstlineno (a decorator line, if any)
-        found = (fn, code.co_firstlineno - 1, _runtime_locals(fn))
+        params = {a.arg for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs}
+        found = (fn, code.co_firstlineno - 1, (_runtime_locals(fn), _bound_once(fn), params))
     except (OSError, TypeError, SyntaxError, StopIteration):
         found = None
     _functions[code] = found
     return found
+
+
+def _bound_once(fn: ast.FunctionDef) -> dict:
+    """{name: its value's expression} of the names ``fn`` assigns once, by a
+    plain ``name = value``."""
+    seen: dict = {}
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.comprehension,
+                             ast.NamedExpr, ast.withitem)):
+            targets = (node.targets if isinstance(node, ast.Assign) else
+                       [getattr(node, "target", None) or getattr(node, "optional_vars", None)])
+            for t in targets:
+                for n in (x for x in ast.walk(t) if t is not None and isinstance(x, ast.Name)
+                          and isinstance(x.ctx, ast.Store)):
+                    one = isinstance(node, ast.Assign) and len(node.targets) == 1 and t is n
+                    seen.setdefault(n.id, []).append(node.value if one else None)
+    return {n: v[0] for n, v in seen.items() if len(v) == 1 and v[0] is not None}
 
 
 def _runtime_locals(fn: ast.FunctionDef) -> set[str]:
@@ -174,6 +199,13 @@ def _runtime_type(value: Any) -> types.Type | None:
         return types.boolean
     if isinstance(value, int):
         return types.int64
+    if type(value) is tuple:  # a run-time tuple (a kernel parameter): UniTuple(int64, n)
+        from numba import typeof
+
+        try:
+            return typeof(value)
+        except (ValueError, TypeError):
+            return None
     if hasattr(value, "dtype") and getattr(value, "shape", None) == ():
         from numba import typeof
 
@@ -191,27 +223,89 @@ def _params(intrinsic: Any) -> list[str]:
     return names
 
 
-_sites: dict = {}  # (intrinsic id, id(code), lasti) -> (code, names of the run-time arguments)
+_sites: dict = {}  # (intrinsic id, id(code), lasti) -> (code, the run-time arguments, context)
+_DIM3 = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 
 
-def _runtime_params(intrinsic: Any, f) -> tuple[str, ...]:
+def _runtime_params(intrinsic: Any, f) -> tuple:
+    """((name, expression) of each argument of the call that is a run-time
+    value, or holds one), and what :func:`_typed` reads."""
     key = (id(intrinsic), id(f.f_code), f.f_lasti)
     hit = _sites.get(key)
     if hit is not None and hit[0] is f.f_code:
-        return hit[1]
-    names = ()
+        return hit[1], hit[2]
+    names, ctx = (), None
     fn = _function(f.f_code)
     if fn is not None:
-        tree, offset, runtime = fn
+        tree, offset, ctx = fn
         call = _call_at(tree, f.f_lineno - offset, device_function(intrinsic).__name__)
         if call is not None and not any(isinstance(a, ast.Starred) for a in call.args) \
                 and not any(k.arg is None for k in call.keywords):
             params = _params(intrinsic)
             exprs = dict(zip(params, call.args))
             exprs.update({k.arg: k.value for k in call.keywords})
-            names = tuple(n for n, e in exprs.items() if _is_runtime(e, runtime))
-    _sites[key] = (f.f_code, names)
-    return names
+            names = tuple((n, e) for n, e in exprs.items() if _is_runtime(e, ctx[0]))
+    _sites[key] = (f.f_code, names, ctx)
+    return names, ctx
+
+
+def _typed(expr, value: Any, ctx: tuple, depth: int = 0) -> tuple:
+    """(the Numba type of argument ``expr`` at the call, whose value is
+    ``value``; whether that type is Numba's exactly).  A constant is its
+    literal type; a tuple is typed entry by entry, as Numba types it
+    (``(tid, -1)``: a run-time entry and a literal -1); a name bound once
+    is its value's expression.  Exact: a kernel parameter (typed as the
+    dispatcher typed its value), an element read from an array (its
+    dtype), ``cuda.threadIdx.x`` and the like (int32); other run-time
+    arithmetic's type is a guess from the Python value."""
+    from .args import numba_type
+
+    runtime, single, params = ctx
+    if isinstance(expr, ast.Name) and expr.id in runtime and expr.id in single \
+            and expr.id not in params and depth < 8:
+        return _typed(single[expr.id], value, ctx, depth + 1)
+    if isinstance(expr, ast.Tuple) and type(value) is tuple and len(expr.elts) == len(value):
+        parts = [_typed(e, v, ctx, depth + 1) for e, v in zip(expr.elts, value)]
+        if any(t is None for t, _ in parts):
+            return None, False
+        return types.BaseTuple.from_types([t for t, _ in parts]), all(x for _, x in parts)
+    if not _is_runtime(expr, runtime):
+        return numba_type(value), True
+    if isinstance(expr, ast.Attribute) and expr.attr in "xyz" and isinstance(expr.value, ast.Attribute) \
+            and expr.value.attr in _DIM3 and isinstance(expr.value.value, ast.Name) \
+            and expr.value.value.id == "cuda" and isinstance(value, int):
+        return types.int32, True
+    rt = _runtime_type(value)
+    exact = (isinstance(expr, ast.Name) and expr.id in params) or (
+        isinstance(expr, ast.Subscript) and isinstance(value, np.generic))
+    return rt, exact and rt is not None
+
+
+def _retyped(intrinsic: Any, targs: tuple, tkw: dict, args: tuple, kwargs: dict, f) -> tuple:
+    """(arguments' types, keywords' types, [(name, type, exact)] of those
+    changed): the call's run-time arguments typed as Numba types them."""
+    sites, ctx = _runtime_params(intrinsic, f)
+    new_args, new_kw, changed = list(targs), dict(tkw), []
+    if not sites:
+        return new_args, new_kw, changed
+    pos = _positions(intrinsic)
+    for name, expr in sites:
+        i = pos.get(name, len(targs))
+        if i < len(targs):
+            value, cur = args[i], targs[i]
+        elif name in new_kw:
+            value, cur = kwargs.get(name), new_kw[name]
+        else:
+            continue
+        rt, exact = _typed(expr, value, ctx)
+        if rt is None or rt == cur:
+            continue
+        if i < len(targs):
+            new_args[i] = rt
+        else:
+            new_kw[name] = rt
+        changed.append((name, str(rt), exact))
+    return new_args, new_kw, changed
 
 
 def _type_at_run_time(intrinsic: Any, targs: list, tkw: dict) -> None:
@@ -238,33 +332,19 @@ def runtime_value_violation(intrinsic: Any, targs: tuple, tkw: dict, args: tuple
     f = _kernel_frame()
     if f is None:
         return None
-    names = _runtime_params(intrinsic, f)
-    if not names:
-        return None
-    pos = _positions(intrinsic)
-    new_args, new_kw, changed = list(targs), dict(tkw), False
-    changed_names: list = []
-    for name in names:
-        i = pos.get(name, len(targs))
-        if i < len(targs):
-            rt = _runtime_type(args[i])
-            if rt is not None and isinstance(targs[i], types.Literal):
-                new_args[i], changed = rt, True
-                changed_names.append(name)
-        elif name in new_kw:
-            rt = _runtime_type(kwargs.get(name))
-            if rt is not None and isinstance(new_kw[name], types.Literal):
-                new_kw[name], changed = rt, True
-                changed_names.append(name)
+    new_args, new_kw, changed = _retyped(intrinsic, targs, tkw, args, kwargs, f)
     if not changed:
         return None
     try:
         _type_at_run_time(intrinsic, new_args, new_kw)
     except Exception as e:
         # refused with run-time types too: a compile-time error on the GPU, and
-        # where it asks for a constant, that is the error the GPU reports
-        return type(e)(str(e)) if getattr(e, "rule", None) is compile_time_constant else None
-    if changed_names and all(n in _RANK_NAMES for n in changed_names):
+        # where it asks for a constant, or the types are Numba's exactly, that
+        # is the error the GPU reports
+        exact = all(x for _, _, x in changed)
+        return type(e)(str(e)) if exact or getattr(e, "rule", None) is compile_time_constant \
+            else None
+    if all(n in _RANK_NAMES for n, _, _ in changed):
         # a run-time rank: the twin checks it against *this* cluster, in
         # checked mode's words (the constant rule, 0..15, is the compiler's)
         return PROCEED
@@ -276,34 +356,22 @@ def runtime_value_violation(intrinsic: Any, targs: tuple, tkw: dict, args: tuple
 
 def refuse_runtime_constants(intrinsic: Any, targs: tuple, tkw: dict, args: tuple,
                              kwargs: dict) -> None:
-    """Raise the device typing's "must be a compile-time constant" error
-    when an argument the GPU needs as a constant is a run-time value at the
-    kernel's call (see the module docstring)."""
+    """Raise the device typing's error when the call's run-time arguments,
+    typed as Numba types them, are refused: a "must be a compile-time
+    constant" error where the GPU needs a constant, any error where the
+    run-time types are Numba's exactly (a kernel parameter: ``bf16_to_f32(n)``
+    with ``n`` an int32) (see the module docstring)."""
     f = _kernel_frame()
     if f is None:
         return
-    names = _runtime_params(intrinsic, f)
-    if not names:
+    # the common case, fast: the call's arguments are arrays
+    if not any(isinstance(a, _SCALARS) for a in args) and \
+            not any(isinstance(v, _SCALARS) for v in kwargs.values()):
         return
-    pos = _positions(intrinsic)
-    slots = [(name, pos[name]) if pos.get(name, len(targs)) < len(targs) else (name, None)
-             for name in names]
-    # the common case, fast: the run-time arguments there are arrays
-    if not any(isinstance(args[i] if i is not None else kwargs.get(n), _SCALARS)
-               for n, i in slots):
+    sites, _ = _runtime_params(intrinsic, f)
+    if not sites:
         return
-    new_args, new_kw, changed = list(targs), dict(tkw), []
-    for name, i in slots:
-        if i is not None:
-            rt = _runtime_type(args[i])
-            if rt is not None and isinstance(targs[i], types.Literal):
-                new_args[i] = rt
-                changed.append((name, str(rt)))
-        elif name in new_kw:
-            rt = _runtime_type(kwargs.get(name))
-            if rt is not None and isinstance(new_kw[name], types.Literal):
-                new_kw[name] = rt
-                changed.append((name, str(rt)))
+    new_args, new_kw, changed = _retyped(intrinsic, targs, tkw, args, kwargs, f)
     if not changed:
         return
     key = (id(intrinsic), tuple(changed), tuple(map(str, targs)), tuple(sorted(map(str, tkw.items()))))
@@ -312,7 +380,8 @@ def refuse_runtime_constants(intrinsic: Any, targs: tuple, tkw: dict, args: tupl
         try:
             _type_at_run_time(intrinsic, new_args, new_kw)
         except Exception as e:  # the device typing's own error
-            if getattr(e, "rule", None) is compile_time_constant:  # it asks for a constant
+            exact = all(x for _, _, x in changed)
+            if exact or getattr(e, "rule", None) is compile_time_constant:
                 verdict = e
         _verdicts[key] = verdict
     err = _verdicts[key]
@@ -320,7 +389,7 @@ def refuse_runtime_constants(intrinsic: Any, targs: tuple, tkw: dict, args: tupl
         raise type(err)(str(err)) from None
 
 
-_SCALARS = (bool, int, np.bool_, np.integer)
+_SCALARS = (bool, int, np.bool_, np.integer, tuple)
 _position_cache: dict = {}
 
 

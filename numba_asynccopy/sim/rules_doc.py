@@ -22,8 +22,9 @@ from .. import _rules
 
 #: (what it detects, "module.attribute" under numba_asynccopy.sim that implements it)
 DETECTIONS: tuple[tuple[str, str], ...] = (
-    ("A run-time value where the GPU needs a constant (Numba's typing: `COLS * 4` is run-time)",
-     "constants"),
+    ("A run-time value where the GPU needs a constant, and a constant the GPU compile refuses, "
+     "typed as Numba types it (`COLS * 4` is run-time; the constant entries of a tuple, "
+     "`(tid, -1)`, are literals; a kernel parameter has its argument's type)", "constants"),
     ("A copy into shared memory an earlier copy still writes, or a bulk store still reads",
      "cp_async._check_reuse"),
     ("A bulk store's source overwritten before the copy read it", "bulk.BulkOp.read"),
@@ -77,6 +78,14 @@ BLIND_SPOTS: tuple[str, ...] = (
     "warpgroup that covers the MMA: the simulator compares the bytes the MMA read at that wait.",
     "Anything the eager schedule hides: run the worst schedule (the default) and several "
     "interleaving seeds.",
+    "A bulk or TMA store (or reduction) still reading its shared source when its block "
+    "exits: the simulator completes it at the exit. Wait for it (`bulk_wait_group(0, "
+    "read=True)`) before the kernel ends, as the CUDA programming guide's TMA example does.",
+    "Where a kernel's source cannot be read (built by `exec` without a `linecache` entry), "
+    "every argument is typed as the constant its value is: a run-time value where the GPU "
+    "needs a constant passes, and an out-of-range run-time value is refused with the "
+    "compile-time error instead of the trap's words. The type of run-time arithmetic "
+    "(`n + 1`) is taken from its Python value.",
     "Performance: bank conflicts, occupancy, register use, timing.",
 )
 

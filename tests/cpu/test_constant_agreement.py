@@ -4,12 +4,15 @@ both refuse exactly what Numba types as a run-time value, in the same words."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from numba import cuda
 from numba.core import types
 from numba.core.errors import TypingError
 
-from tests.sim.test_sim_agreement import CONSTANT_CASES, RUNTIME, _chunk_source
+from tests.sim.test_sim_agreement import (CONSTANT_CASES, COORDS_CASES, NEGATIVE, RUNTIME,
+                                          _chunk_source, _coords_source)
 
 
 @pytest.mark.parametrize("expr, refused", CONSTANT_CASES)
@@ -22,3 +25,15 @@ def test_gpu_compile_verdict(expr, refused):
     else:
         ptx, _ = cuda.compile_ptx(fn, sig, cc=(9, 0))
         assert "cp.async.cg.shared.global" in ptx or "cp.async.ca.shared.global" in ptx
+
+
+@pytest.mark.parametrize("expr, refused", COORDS_CASES)
+def test_gpu_compile_verdict_on_tuple_entries(expr, refused):
+    fn = _coords_source(expr)
+    sig = (types.uint64[::1], types.int64)
+    if refused == "compile":
+        with pytest.raises(TypingError, match=re.escape(NEGATIVE)):
+            cuda.compile_ptx(fn, sig, cc=(9, 0, "a"))
+    else:
+        ptx, _ = cuda.compile_ptx(fn, sig, cc=(9, 0, "a"))
+        assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx, ptx[-2000:]

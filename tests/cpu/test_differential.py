@@ -25,15 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: disagreements the check found that are not fixed yet (a pattern of the
 #: programs' ids), and why; a full run fails when one of them agrees again
-KNOWN = {
-    r"_tensor\w*: \w*coords:|_tensor\w*: im2col_offsets:":
-        "a constant tuple is a run-time UniTuple to the simulator's typing of Python values: "
-        "its entries are checked when the copy runs (after the map and the barrier), not "
-        "refused as the compile-time constants they are",
-    r"^bf16_to_f32: bf16_bits:n ":
-        "a kernel argument reaches the simulator as a Python or NumPy integer, typed as a "
-        "literal: an int32 where a uint16 is needed passes",
-}
+KNOWN: dict[str, str] = {}
 
 
 def _known(pid: str) -> bool:

@@ -118,6 +118,11 @@ PINNED: dict[str, list[tuple[dict, str]]] = {
         (dict(name="rank", value="%lld", n="%u", last="%u"),
          "`rank`=%lld is outside the cluster (%u CTAs: ranks 0..%u)"),
     ],
+    "cluster_dims_in_device_function": [
+        (dict(dims=(2, 1, 1), function="helper"),
+         "cluster_dims(2, 1, 1) is called in device function `helper`; the cluster shape belongs "
+         "to the kernel: call cluster_dims in the kernel body"),
+    ],
     "compile_time_constant": [
         (dict(name="chunk_bytes", kind="int", got="a run-time int64"),
          "`chunk_bytes` must be a compile-time constant (int literal), got a run-time int64"),

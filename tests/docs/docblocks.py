@@ -161,5 +161,10 @@ def run_file(path: Path, gpu: bool) -> list[dict]:
 
 if __name__ == "__main__":
     gpu = os.environ.get("NUMBA_ENABLE_CUDASIM") != "1"
+    if not gpu and os.environ.get("DIFFERENTIAL_RECORD"):
+        from tests.differential_kernels import install_if_asked
+
+        os.environ["DIFFERENTIAL_SOURCE"] = os.path.relpath(sys.argv[1], ROOT)
+        install_if_asked()
     for r in run_file(Path(sys.argv[1]), gpu):
         print("DOCBLOCK " + json.dumps(r), flush=True)

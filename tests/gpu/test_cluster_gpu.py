@@ -401,7 +401,8 @@ def test_cluster_dims_in_a_device_function_is_an_error():
         helper()
         out[0] = 1
 
-    with pytest.raises(Exception, match=r"cluster_dims\(2, 1, 1\) is called in device function"):
+    with pytest.raises(Exception, match=r"cluster_dims\(2, 1, 1\) is called in device function "
+                                        r"`helper`; the cluster shape belongs to the kernel"):
         k[2, 1](cuda.device_array(1, np.int32))
 
 

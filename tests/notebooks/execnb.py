@@ -53,4 +53,11 @@ def run(path: Path) -> int:
 
 
 if __name__ == "__main__":
+    if os.environ.get("DIFFERENTIAL_RECORD") and os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        # the differential census records every simulated launch (tests/differential_kernels.py)
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+        from tests.differential_kernels import install_if_asked
+
+        os.environ["DIFFERENTIAL_SOURCE"] = Path(sys.argv[1]).name
+        install_if_asked()
     sys.exit(run(Path(sys.argv[1]).resolve()))

@@ -236,7 +236,7 @@ CONSTANT_CASES = [
 
 
 @pytest.mark.parametrize("expr, refused", CONSTANT_CASES)
-def test_constant_means_numba_literal(expr, refused):
+def test_constant_means_numba_literal(expr, refused, interleaving):
     k = cuda.jit(_chunk_source(expr))
     A = np.arange(64, dtype=np.float32)
     out = np.zeros(64, np.float32)
@@ -246,6 +246,66 @@ def test_constant_means_numba_literal(expr, refused):
     else:
         k[1, 16](A, out)
         np.testing.assert_array_equal(out[:16], A[:16])
+
+
+OFFSET = (0, -8)  # a module constant tuple: Numba types its entries as literals
+
+
+def _coords_source(expr: str):
+    """A tensor-store kernel's Python function whose coords are ``expr``
+    (its source kept in linecache for the simulator's reading)."""
+    import linecache
+
+    src = (
+        "def coords_kernel(tmap, n):\n"
+        "    tile = cuda.shared.array((8, 32), np.float32, alignment=128)\n"
+        "    t = cuda.threadIdx.x\n"
+        "    c = (0, -8)\n"
+        "    for i in range(t, 8 * 32, 32):\n"
+        "        tile[i // 32, i % 32] = i\n"
+        "    ac.fence_proxy_async('shared::cta')\n"
+        "    cuda.syncthreads()\n"
+        "    if t == 0:\n"
+        f"        ac.cp_async_bulk_tensor_store(tmap, {expr}, tile)\n"
+        "        ac.bulk_commit_group()\n"
+        "        ac.bulk_wait_group(0)\n")
+    name = f"<coords_kernel {expr}>"
+    linecache.cache[name] = (len(src), None, src.splitlines(True), name)
+    env = {"cuda": cuda, "np": np, "ac": ac, "OFFSET": OFFSET}
+    exec(compile(src, name, "exec"), env)
+    return env["coords_kernel"]
+
+
+NEGATIVE = ("cp_async_bulk_tensor_store: `coords`[1]=-8 is negative; tensor stores and reductions "
+            "need coordinates >= 0")
+
+# verdicts of a GPU compile (compile_ptx, sm_90a) of the same kernels: Numba types a
+# tuple entry by entry, a constant entry as a literal (in `(n, -8)` too), a run-time
+# entry (`n - 16`) as a run-time int64 (checked mode traps on it; the simulator raises
+# the trap's words); tests/cpu/test_constant_agreement.py compiles them and checks these
+COORDS_CASES = [
+    ("(8, 32)", None), ("(n, 32)", None), ("(0, -8)", "compile"), ("(n, -8)", "compile"),
+    ("c", "compile"), ("OFFSET", "compile"), ("(0, n - 16)", "run time"),
+]
+
+
+@pytest.mark.parametrize("expr, refused", COORDS_CASES)
+def test_constant_tuple_entries_are_numba_literals(expr, refused, interleaving):
+    k = cuda.jit(_coords_source(expr))
+    a = cuda.to_device(np.full((16, 64), -1, np.float32))
+    tmap = ac.TensorMap(a, (8, 32))
+    if refused == "compile":  # the typing's error, before any thread runs
+        with pytest.raises(Exception, match=re.escape(NEGATIVE)) as e:
+            k[1, 32](tmap, 8)
+        assert not isinstance(e.value, ac.sim.SimulatorError), e.value
+    elif refused == "run time":
+        with pytest.raises(ac.sim.SimulatorError, match=re.escape(NEGATIVE)):
+            k[1, 32](tmap, 8)
+    else:
+        k[1, 32](tmap, 8)
+        want = np.full((16, 64), -1, np.float32)
+        want[8:16, 32:64] = np.arange(256, dtype=np.float32).reshape(8, 32)
+        np.testing.assert_array_equal(a.copy_to_host(), want)
 
 
 # --- chunk rules name what to change ----------------------------------------------------
@@ -281,3 +341,20 @@ def test_misaligned_chunk_hints_alignment():
                              r"start views at a multiple of 8 bytes and align shared arrays with "
                              r"cuda\.shared\.array\(\.\.\., alignment=\.\.\.\)"):
         rows_into_tile[1, 32](A, np.zeros((32, 4), np.float32), 2)
+
+
+@cuda.jit
+def bf16_of_parameter(out, h):
+    out[0] = ac.bf16_to_f32(h)
+
+
+def test_runtime_parameter_is_typed_as_the_dispatcher_types_it(interleaving):
+    # a kernel parameter is a run-time value of its argument's type: an int32
+    # where the bits of a bf16 element (uint16) are needed is the GPU compile's error
+    out = np.zeros(1, np.float32)
+    with pytest.raises(Exception, match=re.escape(
+            "bf16_to_f32: `h` must be a uint16 (the bits of a bf16 element)")) as e:
+        bf16_of_parameter[1, 1](out, np.int32(0x3F80))
+    assert not isinstance(e.value, ac.sim.SimulatorError), e.value
+    bf16_of_parameter[1, 1](out, np.uint16(0x3FC0))
+    assert out[0] == 1.5

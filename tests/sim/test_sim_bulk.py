@@ -340,10 +340,10 @@ def tma_rules(tmap, case):
             ac.cp_async_bulk_tensor_store(tmap, (0, 0), big[:16])
         elif case == 4:
             ac.cp_async_bulk_tensor_load(big[:16], tmap, (0, 3), bar)
-        elif case == 5:
-            ac.cp_async_bulk_tensor_store(tmap, (-1, 0), big[:16])
+        elif case == 5:  # a run-time coordinate (a constant -1 is a compile error)
+            ac.cp_async_bulk_tensor_store(tmap, (case - 6, 0), big[:16])
         elif case == 6:
-            ac.cp_reduce_async_bulk_tensor(tmap, (0, -8), big[:16], "add")
+            ac.cp_reduce_async_bulk_tensor(tmap, (0, -(case + 2)), big[:16], "add")
         elif case == 7:  # bfloat16 bits on a float16 map
             ac.cp_reduce_async_bulk_tensor(tmap, (0, 0), bf, "add", bf16=True)
 
