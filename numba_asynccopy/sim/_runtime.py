@@ -15,7 +15,7 @@ typing) and, for what patches or reads numba-cuda's simulator,
 from __future__ import annotations
 
 from ._numba_sim_internals import address
-from .args import numba_type, unwrap, validate
+from .args import last_types, numba_type, unwrap, validate
 from .errors import (SIM_PREFIX, DeadlockError, SimulatorError, blocked_waits, caller_line, deadlock,
                      root_cause, violation, where)
 from .schedule import (POISON_BYTE, SCHEDULES, eager, get_schedule, get_seed, schedule, seed,
@@ -32,6 +32,6 @@ __all__ = [
     "AsyncOp", "Barrier", "BlockState", "DeadlockError", "POISON_BYTE", "SCHEDULES",
     "SIM_PREFIX", "SimulatorError", "ThreadState", "address", "barrier_of", "blocked_waits",
     "caller_line", "deadlock", "root_cause",
-    "current", "describe_shared", "eager", "get_schedule", "get_seed", "numba_type",
+    "current", "describe_shared", "eager", "get_schedule", "get_seed", "last_types", "numba_type",
     "schedule", "seed", "set_schedule", "set_seed", "space_of", "unwrap", "validate", "violation", "where",
 ]

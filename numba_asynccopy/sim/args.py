@@ -3,14 +3,17 @@ arrays, and the device intrinsic's own typing run on them."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
-import numba
 import numpy as np
-from numba.core import types
 
-from .constants import PROCEED, refuse_runtime_constants, runtime_value_violation
+from .constants import (PROCEED, refuse_runtime_constants, runtime_value_violation, spec_type,
+                        tuple_types)
+from .numba_types import numba_type
 from .schedule import jitter
+
+__all__ = ["last_types", "numba_type", "unwrap", "validate"]
 
 
 def unwrap(x: Any) -> Any:
@@ -25,59 +28,18 @@ def unwrap(x: Any) -> Any:
     return ary if ary is not None else x
 
 
-def numba_type(v: Any) -> types.Type:
-    """The Numba type the GPU compiler would see for ``v``.
-
-    Scalars become literal types, and so do a tuple's Python int entries (as
-    Numba types a tuple of constants; NumPy scalars in a tuple, such as an
-    MMA fragment's registers, keep their run-time types): the simulator cannot tell a
-    compile-time constant from a run-time value, so every value gets the
-    compile-time checks (same messages as the device's typing and checked
-    mode); :mod:`.constants` retypes the run-time ones from the kernel's
-    source.
-
-    Example::
-
-        >>> numba_type(3)
-        Literal[int](3)
-    """
-    if v is None:
-        return types.none
-    if isinstance(v, (bool, np.bool_)):
-        return types.BooleanLiteral(bool(v))
-    if isinstance(v, (int, np.integer)):
-        return types.literal(int(v))
-    if isinstance(v, str):
-        return types.literal(v)
-    if type(v) is tuple and v:
-        # Numba types a tuple entry by entry: ``(0, -1)`` or ``(tid, -1)`` has a
-        # literal -1, which the compile-time checks see (a run-time entry is
-        # retyped from the kernel's source: .constants)
-        elems = [_entry_type(e) for e in v]
-        if types.pyobject not in elems:
-            return types.BaseTuple.from_types(elems)
-    try:
-        return numba.typeof(v)
-    except (ValueError, TypeError):
-        return types.pyobject
-
-
-def _entry_type(e: Any) -> types.Type:
-    """A tuple entry's type: a Python int or bool (what a constant is) as a
-    literal, a NumPy scalar (a value read from an array or computed, an MMA
-    fragment's register) as its own run-time type."""
-    if type(e) in (int, bool, tuple, str):
-        return numba_type(e)
-    try:
-        return numba.typeof(e)
-    except (ValueError, TypeError):
-        return types.pyobject
-
-
 _typing_cache: dict = {}
 
 
 _types_cache: dict = {}
+_last = threading.local()  # this thread's last validate(): the types it typed
+
+
+def last_types() -> tuple[tuple, dict]:
+    """The argument and keyword types of this thread's last :func:`validate`
+    (a twin that validates options on Numba types reads a tuple's there: its
+    run-time entries are not literals)."""
+    return _last.types
 
 
 def _shape_key(v: Any):
@@ -107,19 +69,34 @@ def validate(intrinsic: Any, *args: Any, **kwargs: Any) -> tuple[tuple, dict]:
     jitter()  # every intrinsic call is a scheduling point under a seed
     args = tuple(unwrap(a) for a in args)
     kwargs = {k: unwrap(v) for k, v in kwargs.items()}
+    # a tuple argument is typed entry by entry as the GPU compile types it,
+    # from the kernel's source at the call (constants as literals, run-time
+    # entries by their types: one typing a call site, not one a coordinate)
+    site: dict = {}
+    if any(type(a) is tuple for a in args) or any(type(v) is tuple for v in kwargs.values()):
+        site = tuple_types(intrinsic, args, kwargs) or site
     # numba.typeof of an array or a tuple costs about 0.1 ms: a kernel calling
     # an intrinsic in a loop pays it once per distinct argument shape
-    fast = (id(intrinsic), tuple(_shape_key(a) for a in args),
-            tuple(sorted((k, _shape_key(v)) for k, v in kwargs.items())))
+    fast = (id(intrinsic), tuple(site[i][0] if i in site else _shape_key(a) for i, a in enumerate(args)),
+            tuple(sorted((k, site[k][0] if k in site else _shape_key(v)) for k, v in kwargs.items())))
     if None in fast[1] or any(v is None for _, v in fast[2]):
         fast = None
     types_of = _types_cache.get(fast) if fast is not None else None
+    unsure: list = []
     if types_of is None:
-        types_of = (tuple(numba_type(a) for a in args),
-                    tuple(sorted((k, numba_type(v)) for k, v in kwargs.items())))
-        if fast is not None:
+
+        def typed(where, v):
+            t = spec_type(site[where][1], v) if where in site else None
+            if t is None and where in site:
+                unsure.append(where)  # its key does not say its (literal) type
+            return numba_type(v) if t is None else t
+
+        types_of = (tuple(typed(i, a) for i, a in enumerate(args)),
+                    tuple(sorted((k, typed(k, v)) for k, v in kwargs.items())))
+        if fast is not None and not unsure:
             _types_cache[fast] = types_of
     targs, tkw = types_of
+    _last.types = (targs, dict(tkw))
     key = (id(intrinsic), targs, tkw)
     if key not in _typing_cache:
         try:
@@ -132,5 +109,6 @@ def validate(intrinsic: Any, *args: Any, **kwargs: Any) -> tuple[tuple, dict]:
         else:
             _typing_cache[key] = True
     # a run-time value where the GPU needs a constant: the GPU compile's error
-    refuse_runtime_constants(intrinsic, targs, dict(tkw), args, kwargs)
+    refuse_runtime_constants(intrinsic, targs, dict(tkw), args, kwargs,
+                             frozenset(w for w in site if w not in unsure))
     return args, kwargs

@@ -48,6 +48,7 @@ from .. import _compat
 from .._rules import compile_time_constant
 from ._mirror import device_function, user_signature
 from .errors import violation
+from .numba_types import numba_type
 
 _SIM_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -258,8 +259,6 @@ def _typed(expr, value: Any, ctx: tuple, depth: int = 0) -> tuple:
     dispatcher typed its value), an element read from an array (its
     dtype), ``cuda.threadIdx.x`` and the like (int32); other run-time
     arithmetic's type is a guess from the Python value."""
-    from .args import numba_type
-
     runtime, single, params = ctx
     if isinstance(expr, ast.Name) and expr.id in runtime and expr.id in single \
             and expr.id not in params and depth < 8:
@@ -281,9 +280,112 @@ def _typed(expr, value: Any, ctx: tuple, depth: int = 0) -> tuple:
     return rt, exact and rt is not None
 
 
-def _retyped(intrinsic: Any, targs: tuple, tkw: dict, args: tuple, kwargs: dict, f) -> tuple:
+def _spec(expr, ctx: tuple, depth: int = 0):
+    """How Numba types argument ``expr`` at the call, as :func:`_typed` reads
+    it, without the value: "c" (a constant: its literal type), "i32"
+    (``cuda.threadIdx.x`` and the like), "r" (another run-time value: its
+    run-time type), or ("t", entries) for a tuple display."""
+    runtime, single, params = ctx
+    if isinstance(expr, ast.Name) and expr.id in runtime and expr.id in single \
+            and expr.id not in params and depth < 8:
+        return _spec(single[expr.id], ctx, depth + 1)
+    if isinstance(expr, ast.Tuple):
+        return ("t", tuple(_spec(e, ctx, depth + 1) for e in expr.elts))
+    if not _is_runtime(expr, runtime):
+        return "c"
+    if isinstance(expr, ast.Attribute) and expr.attr in "xyz" and isinstance(expr.value, ast.Attribute) \
+            and expr.value.attr in _DIM3 and isinstance(expr.value.value, ast.Name) \
+            and expr.value.value.id == "cuda":
+        return "i32"
+    return "r"
+
+
+def _type_key(value: Any):
+    """What a run-time value's type depends on (not the value itself)."""
+    if type(value) is tuple:
+        return ("t", tuple(_type_key(e) for e in value))
+    if isinstance(value, np.ndarray):
+        return ("a", value.dtype, value.ndim, value.flags.c_contiguous, value.flags.f_contiguous)
+    return (type(value), getattr(value, "dtype", None))
+
+
+def _spec_key(spec, value: Any):
+    """A hashable key of what ``_spec_type(spec, value)`` depends on (the
+    constants' values, the run-time values' types); None where unsure."""
+    if spec == "c":
+        try:
+            hash(value)
+        except TypeError:
+            return None
+        return ("c", type(value), value)
+    if spec in ("r", "i32"):
+        return (spec, _type_key(value))
+    if type(value) is not tuple or len(value) != len(spec[1]):
+        return None
+    parts = tuple(_spec_key(p, v) for p, v in zip(spec[1], value))
+    return None if None in parts else ("t", parts)
+
+
+def spec_type(spec, value: Any) -> types.Type | None:
+    """The Numba type of ``value`` at a call whose argument is read as ``spec``
+    (:func:`tuple_types`)."""
+    if spec == "c":
+        return numba_type(value)
+    if spec == "i32" and isinstance(value, int) and not isinstance(value, bool):
+        return types.int32
+    if spec in ("r", "i32"):
+        return _runtime_type(value)
+    parts = [spec_type(p, v) for p, v in zip(spec[1], value)]
+    return None if None in parts else types.BaseTuple.from_types(parts)
+
+
+_tuple_sites: dict = {}  # (intrinsic id, id(code), lasti) -> (code, {position or keyword: spec})
+
+
+def tuple_types(intrinsic: Any, args: tuple, kwargs: dict) -> dict | None:
+    """The Numba types of the call's tuple arguments as the GPU compile types
+    them, read from the kernel's source at the call: a constant entry is its
+    literal type (``(0, -8)``: a literal -8, which the compile-time checks
+    refuse), a run-time entry its run-time type (``(0, n - 16)``: an int64,
+    which the twin checks as checked mode does; a tuple kernel parameter:
+    ``UniTuple(int64, n)``).  Returns ``{position or keyword: (key, how)}``,
+    the key being what the type depends on (the same at every call of a site
+    whose run-time entries keep their types, so the typing runs once a site,
+    not once a coordinate) and ``spec_type(how, value)`` the type, or None
+    where the source cannot be read."""
+    f = _kernel_frame()
+    if f is None:
+        return None
+    skey = (id(intrinsic), id(f.f_code), f.f_lasti)
+    hit = _tuple_sites.get(skey)
+    if hit is None or hit[0] is not f.f_code:
+        specs = None
+        fn = _function(f.f_code)
+        if fn is not None:
+            tree, offset, ctx = fn
+            call = _call_at(tree, f.f_lineno - offset, device_function(intrinsic).__name__)
+            if call is not None and not any(isinstance(a, ast.Starred) for a in call.args) \
+                    and not any(k.arg is None for k in call.keywords):
+                specs = {i: _spec(e, ctx) for i, e in enumerate(call.args)}
+                specs.update({k.arg: _spec(k.value, ctx) for k in call.keywords})
+        hit = _tuple_sites[skey] = (f.f_code, specs)
+    specs = hit[1]
+    if specs is None:
+        return None
+    found = {}
+    for where, value in [*enumerate(args), *kwargs.items()]:
+        if type(value) is tuple and where in specs:
+            k = _spec_key(specs[where], value)
+            if k is not None:
+                found[where] = (k, specs[where])
+    return found
+
+
+def _retyped(intrinsic: Any, targs: tuple, tkw: dict, args: tuple, kwargs: dict, f,
+             typed: frozenset = frozenset()) -> tuple:
     """(arguments' types, keywords' types, [(name, type, exact)] of those
-    changed): the call's run-time arguments typed as Numba types them."""
+    changed): the call's run-time arguments typed as Numba types them
+    (``typed``: the positions and keywords :func:`tuple_types` typed so already)."""
     sites, ctx = _runtime_params(intrinsic, f)
     new_args, new_kw, changed = list(targs), dict(tkw), []
     if not sites:
@@ -291,6 +393,8 @@ def _retyped(intrinsic: Any, targs: tuple, tkw: dict, args: tuple, kwargs: dict,
     pos = _positions(intrinsic)
     for name, expr in sites:
         i = pos.get(name, len(targs))
+        if (i if i < len(targs) else name) in typed:
+            continue
         if i < len(targs):
             value, cur = args[i], targs[i]
         elif name in new_kw:
@@ -355,7 +459,7 @@ def runtime_value_violation(intrinsic: Any, targs: tuple, tkw: dict, args: tuple
 
 
 def refuse_runtime_constants(intrinsic: Any, targs: tuple, tkw: dict, args: tuple,
-                             kwargs: dict) -> None:
+                             kwargs: dict, typed: frozenset = frozenset()) -> None:
     """Raise the device typing's error when the call's run-time arguments,
     typed as Numba types them, are refused: a "must be a compile-time
     constant" error where the GPU needs a constant, any error where the
@@ -371,7 +475,7 @@ def refuse_runtime_constants(intrinsic: Any, targs: tuple, tkw: dict, args: tupl
     sites, _ = _runtime_params(intrinsic, f)
     if not sites:
         return
-    new_args, new_kw, changed = _retyped(intrinsic, targs, tkw, args, kwargs, f)
+    new_args, new_kw, changed = _retyped(intrinsic, targs, tkw, args, kwargs, f, typed)
     if not changed:
         return
     key = (id(intrinsic), tuple(changed), tuple(map(str, targs)), tuple(sorted(map(str, tkw.items()))))

@@ -296,6 +296,7 @@ def _validate_store(api: str, dev, args: tuple, kw: dict, im2col: bool = False) 
     vals, kw = rt.validate(dev, *args, **kw)
     m, cs, s = vals[:3]
     tys = [rt.numba_type(x) for x in (m, cs, s, kw["cache_policy"], kw["fence"])]
+    tys[1] = rt.last_types()[0][1]  # the coordinates as validate typed them (run-time entries)
     if len(vals) == 3:
         return m, cs, s, _dev.validate_store(api, *tys, im2col=im2col), None
     o = _dev.validate_store(api, *tys, op=rt.numba_type(vals[3]), bf16=rt.numba_type(kw["bf16"]),
