@@ -46,7 +46,7 @@ from numba import cuda
 import numba_asynccopy as ac
 
 from ..sim.wgmma import _decode
-from .hgemm import _carve  # a typed view of the dynamic shared array
+from .hgemm import _bound, _carve  # the bound launch; a typed view of the dynamic shared array
 
 BM = 128
 BK = 128  # fp8 elements of one 128-byte swizzle row
@@ -200,14 +200,7 @@ def bind(gemm: Fp8Gemm, A: Any, Bt: Any, C: Any, scale_a: float = 1.0, scale_b: 
     scale = np.float32(scale_a * scale_b)
     # (the simulator's kernels take the maps themselves)
     args = (ta, tb, c, K, scale) if ac.sim.ENABLED else (ta.device, tb.device, c, K, scale)
-    keep = (A, Bt, C, ta, tb)  # the memory the views and maps point into
-
-    def launch() -> None:
-        ac.launch(gemm.kernel, g, THREADS, args, shared_mem=gemm.smem, stream=stream)
-
-    launch.keep = keep  # type: ignore[attr-defined]
-    launch.grid = g  # type: ignore[attr-defined]
-    return launch
+    return _bound(gemm, g, args, (A, Bt, C, ta, tb), stream)
 
 
 def flops(M: int, N: int, K: int) -> int:

@@ -497,7 +497,13 @@ def bind(gemm: Hgemm, A: Any, B: Any, C: Any, maps: tuple | None = None, stream:
     g = _blocks(gemm, M, N, blocks, (ta, tb, c, K))
     # (the simulator's kernels take the maps themselves)
     args = (ta, tb, c, K) if ac.sim.ENABLED else (ta.device, tb.device, c, K)
-    keep = (A, B, C, ta, tb)  # the memory the views and maps point into
+    return _bound(gemm, g, args, (A, B, C, ta, tb), stream)
+
+
+def _bound(gemm: Any, g: tuple, args: tuple, keep: tuple, stream: Any) -> Callable[[], None]:
+    """A no-argument launch of ``gemm.kernel`` on ``g`` with ``args`` (what
+    ``bind`` returns), holding ``keep``: the memory the views and maps point
+    into."""
 
     def launch() -> None:
         ac.launch(gemm.kernel, g, THREADS, args, shared_mem=gemm.smem, stream=stream)
