@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from .constants import (PROCEED, refuse_runtime_constants, runtime_value_violation, spec_type,
-                        tuple_types)
+from .constants import (PROCEED, kernel_frame, refuse_runtime_constants, runtime_value_violation,
+                        spec_type, tuple_types)
 from .numba_types import numba_type
 from .schedule import jitter
 
@@ -32,6 +32,7 @@ _typing_cache: dict = {}
 
 
 _types_cache: dict = {}
+_passed: dict = {}  # (argument keys, id(code), lasti) -> (code, types): validated there
 _last = threading.local()  # this thread's last validate(): the types it typed
 
 
@@ -72,15 +73,25 @@ def validate(intrinsic: Any, *args: Any, **kwargs: Any) -> tuple[tuple, dict]:
     # a tuple argument is typed entry by entry as the GPU compile types it,
     # from the kernel's source at the call (constants as literals, run-time
     # entries by their types: one typing a call site, not one a coordinate)
+    f = kernel_frame()
     site: dict = {}
-    if any(type(a) is tuple for a in args) or any(type(v) is tuple for v in kwargs.values()):
-        site = tuple_types(intrinsic, args, kwargs) or site
+    if f is not None and (any(type(a) is tuple for a in args)
+                          or any(type(v) is tuple for v in kwargs.values())):
+        site = tuple_types(intrinsic, args, kwargs, f) or site
     # numba.typeof of an array or a tuple costs about 0.1 ms: a kernel calling
     # an intrinsic in a loop pays it once per distinct argument shape
     fast = (id(intrinsic), tuple(site[i][0] if i in site else _shape_key(a) for i, a in enumerate(args)),
             tuple(sorted((k, site[k][0] if k in site else _shape_key(v)) for k, v in kwargs.items())))
     if None in fast[1] or any(v is None for _, v in fast[2]):
         fast = None
+    # both checks below are a function of the argument types and the call
+    # site's source: a call that passed them once at a site passes again
+    passed = (fast, id(f.f_code), f.f_lasti) if fast is not None and f is not None else None
+    if passed is not None:
+        hit = _passed.get(passed)
+        if hit is not None and hit[0] is f.f_code:
+            _last.types = hit[1]
+            return args, kwargs
     types_of = _types_cache.get(fast) if fast is not None else None
     unsure: list = []
     if types_of is None:
@@ -110,5 +121,7 @@ def validate(intrinsic: Any, *args: Any, **kwargs: Any) -> tuple[tuple, dict]:
             _typing_cache[key] = True
     # a run-time value where the GPU needs a constant: the GPU compile's error
     refuse_runtime_constants(intrinsic, targs, dict(tkw), args, kwargs,
-                             frozenset(w for w in site if w not in unsure))
+                             frozenset(w for w in site if w not in unsure), f)
+    if passed is not None and key in _typing_cache and not unsure:
+        _passed[passed] = (f.f_code, _last.types)
     return args, kwargs

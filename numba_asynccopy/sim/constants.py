@@ -61,7 +61,7 @@ _verdicts: dict = {}
 _in_sim: dict = {}  # id(code) -> (code, it is the simulator's own code)
 
 
-def _kernel_frame():
+def kernel_frame():
     """The frame of the kernel (or device function) code that made the call."""
     f = sys._getframe(2)
     while f is not None:
@@ -342,7 +342,7 @@ def spec_type(spec, value: Any) -> types.Type | None:
 _tuple_sites: dict = {}  # (intrinsic id, id(code), lasti) -> (code, {position or keyword: spec})
 
 
-def tuple_types(intrinsic: Any, args: tuple, kwargs: dict) -> dict | None:
+def tuple_types(intrinsic: Any, args: tuple, kwargs: dict, f: Any = None) -> dict | None:
     """The Numba types of the call's tuple arguments as the GPU compile types
     them, read from the kernel's source at the call: a constant entry is its
     literal type (``(0, -8)``: a literal -8, which the compile-time checks
@@ -352,8 +352,8 @@ def tuple_types(intrinsic: Any, args: tuple, kwargs: dict) -> dict | None:
     the key being what the type depends on (the same at every call of a site
     whose run-time entries keep their types, so the typing runs once a site,
     not once a coordinate) and ``spec_type(how, value)`` the type, or None
-    where the source cannot be read."""
-    f = _kernel_frame()
+    where the source cannot be read (``f``: the kernel's frame, if known)."""
+    f = f or kernel_frame()
     if f is None:
         return None
     skey = (id(intrinsic), id(f.f_code), f.f_lasti)
@@ -433,7 +433,7 @@ def runtime_value_violation(intrinsic: Any, targs: tuple, tkw: dict, args: tuple
     type), the GPU compiles the call and checked mode traps on it: return
     the simulator's ``SimulatorError`` in the trap's words instead (None:
     the GPU compile refuses it too, keep the typing error)."""
-    f = _kernel_frame()
+    f = kernel_frame()
     if f is None:
         return None
     new_args, new_kw, changed = _retyped(intrinsic, targs, tkw, args, kwargs, f)
@@ -459,13 +459,13 @@ def runtime_value_violation(intrinsic: Any, targs: tuple, tkw: dict, args: tuple
 
 
 def refuse_runtime_constants(intrinsic: Any, targs: tuple, tkw: dict, args: tuple,
-                             kwargs: dict, typed: frozenset = frozenset()) -> None:
+                             kwargs: dict, typed: frozenset = frozenset(), f: Any = None) -> None:
     """Raise the device typing's error when the call's run-time arguments,
     typed as Numba types them, are refused: a "must be a compile-time
     constant" error where the GPU needs a constant, any error where the
     run-time types are Numba's exactly (a kernel parameter: ``bf16_to_f32(n)``
     with ``n`` an int32) (see the module docstring)."""
-    f = _kernel_frame()
+    f = f or kernel_frame()
     if f is None:
         return
     # the common case, fast: the call's arguments are arrays
