@@ -8,13 +8,15 @@ resource usage when ptxas is installed, and the PTX lines of those
 instructions under the Python source lines they come from.
 
 Under numba-cuda's simulator (``NUMBA_ENABLE_CUDASIM=1``) there is no
-compiler in the process, so the kernel's source is compiled in a fresh
-interpreter with the simulator off; its globals must then be modules or
-picklable constants (arrays, numbers, dtypes).
+compiler in the process, so the kernel's source is compiled in another
+interpreter with the simulator off (one a process, started by the first
+call and kept while the environment and ``sys.path`` stay the same); its
+globals must then be modules or picklable constants (arrays, numbers,
+dtypes).
 
 Layout: :mod:`.parse` reads PTX and ptxas text, :mod:`.match` maps
 instructions to rows of the forms table, :mod:`.render` is the report and
-how it prints, :mod:`.compile` compiles the kernel (here or in a fresh
+how it prints, :mod:`.compile` compiles the kernel (here or in the other
 interpreter).
 """
 

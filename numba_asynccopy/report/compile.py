@@ -1,6 +1,6 @@
 """Compiling the kernel for the report: to PTX in this process, or, under
-numba-cuda's simulator (no compiler in the process), from its source in a
-fresh interpreter with the simulator off; then ptxas for resource usage.
+numba-cuda's simulator (no compiler in the process), from its source in
+another interpreter with the simulator off; then ptxas for resource usage.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import os
 import pickle
 import subprocess
 import sys
+import tempfile
 import textwrap
 import types as _pytypes
 from typing import Any
@@ -121,16 +122,90 @@ def run_ptxas(ptx: str) -> tuple[Resources | None, str | None, str | None]:
     return resources, log, err
 
 
-# --- compiling from source in a fresh interpreter (simulator on) ---------------
+# --- compiling from source in another interpreter (simulator on) --------------
 
+# One interpreter serves every ``ac.inspect`` of this process while the
+# environment and sys.path stay as they were: starting one (importing numba,
+# the package and NVVM) costs seconds, a compile in a warm one a fraction.
+# A request is a length line and a pickled payload; the answer one JSON line.
 _CHILD = r"""
-import json, pickle, sys
+import json, sys
 head = sys.stdin.buffer.readline()
 sys.path[:0] = [p for p in json.loads(head) if p not in sys.path]
-payload = pickle.loads(sys.stdin.buffer.read())
-from numba_asynccopy.report.compile import _child_compile
-sys.stdout.write(json.dumps({"ptx": _child_compile(payload)}))
+from numba_asynccopy.report.compile import _child_serve
+_child_serve()
 """
+
+
+def _child_serve() -> None:
+    """The compile interpreter's loop: a payload in, ``{"ptx"}`` or
+    ``{"error"}`` (the exception's type and whole message) out, until stdin
+    closes."""
+    import re
+
+    inp, out = sys.stdin.buffer, sys.stdout
+    sys.stdout = sys.stderr  # what a compile prints must not reach the answers
+    while True:
+        line = inp.readline()
+        if not line:
+            return
+        payload = pickle.loads(inp.read(int(line)))
+        try:
+            reply = {"ptx": _child_compile(payload)}
+        except Exception as e:
+            # Numba colours its messages where colorama is installed
+            reply = {"error": re.sub(r"\x1b\[[0-9;]*m", "", f"{type(e).__name__}: {e}").strip()}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+
+
+_server: dict = {}  # "proc", "key" (the environment and path it started with), "lock"
+
+
+def _server_lock():
+    import threading
+
+    return _server.setdefault("lock", threading.Lock())
+
+
+def _ask_server(payload: dict) -> dict:
+    env = dict(os.environ)
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    path = [p for p in sys.path if p]
+    key = (tuple(sorted(env.items())), tuple(path), sys.executable)
+    with _server_lock():
+        proc = _server.get("proc")
+        if proc is None or proc.poll() is not None or _server.get("key") != key:
+            if proc is not None and proc.poll() is None:
+                proc.stdin.close()
+                proc.wait(timeout=30)
+            # its warnings go to a file: a pipe nobody reads would fill and stop it
+            log = tempfile.TemporaryFile()
+            proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=log, env=env)
+            proc.stdin.write(json.dumps(path).encode() + b"\n")
+            _server.update(proc=proc, key=key, log=log)
+        data = pickle.dumps(payload)
+        try:
+            proc.stdin.write(str(len(data)).encode() + b"\n" + data)
+            proc.stdin.flush()
+            line = proc.stdout.readline()
+        except (BrokenPipeError, OSError):
+            line = b""
+        if line:
+            return json.loads(line.decode())
+        # the interpreter died (or never started): its own last words
+        _server.pop("proc", None)
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+        code = proc.wait(timeout=30)
+        log = _server.pop("log")
+        log.seek(0)
+        err = log.read().decode(errors="replace").strip()
+        log.close()
+        return {"error": err.splitlines()[-1] if err else f"exit status {code}"}
 
 
 def _portable(fn) -> dict:
@@ -224,14 +299,8 @@ def _child_compile(payload: dict) -> str:
 def _compile_elsewhere(pyfunc, argtypes: tuple, cc: tuple[int, int], fastmath: bool) -> str:
     payload = {"fn": _portable(pyfunc), "argtypes": argtypes, "cc": cc, "fastmath": fastmath,
                "checked": checked.is_checked()}
-    env = dict(os.environ)
-    env.pop("NUMBA_ENABLE_CUDASIM", None)
-    data = json.dumps([p for p in sys.path if p]).encode() + b"\n" + pickle.dumps(payload)
-    proc = subprocess.run([sys.executable, "-c", _CHILD], input=data, capture_output=True,
-                          env=env, timeout=600)
-    if proc.returncode:
-        err = proc.stderr.decode(errors="replace").strip()
-        last = err.splitlines()[-1] if err else f"exit status {proc.returncode}"
+    reply = _ask_server(payload)
+    if "error" in reply:
         raise RuntimeError(f"ac.inspect: compiling `{pyfunc.__qualname__}` outside the simulator "
-                           f"failed: {last}")
-    return json.loads(proc.stdout.decode())["ptx"]
+                           f"failed: {reply['error']}")
+    return reply["ptx"]

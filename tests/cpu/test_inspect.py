@@ -299,6 +299,40 @@ def test_simulator_mode_compiles_in_a_fresh_interpreter(monkeypatch):
     assert cp.file == __file__ and cp.source.startswith("ac.cp_async(sh[tid, :], A[tid, :], chunk)")
 
 
+def _bad_kernel(A):
+    ac.cp_async(A, A, 3)  # chunk_bytes 3: refused by the typing
+
+
+def test_simulator_mode_compiles_in_one_interpreter_per_environment(monkeypatch):
+    monkeypatch.setattr(rcompile, "_simulator_on", lambda: True)
+    sig = (types.uint32[:, ::1], types.uint32[:, ::1])
+    first = ac.inspect(_make_kernel(4), *sig)
+    proc = rcompile._server["proc"]
+    second = ac.inspect(_make_kernel(2), *sig)  # 8-byte chunks: cp.async.ca
+    assert rcompile._server["proc"] is proc and proc.poll() is None  # the same interpreter
+    assert first.count("cp.async.cg.shared.global") == 1 == second.count("cp.async.ca.shared.global")
+    # a compile error comes back with its type and message; the interpreter stays
+    with pytest.raises(RuntimeError, match=r"(?s)ac\.inspect: compiling `_bad_kernel` outside the "
+                                           r"simulator failed: ContractError: cp_async: `chunk_bytes`=3 is not "
+                                           r"supported; allowed: 4, 8, 16\n"):
+        ac.inspect(_bad_kernel, types.uint32[::1])
+    assert rcompile._server["proc"] is proc and proc.poll() is None
+    # another environment: another interpreter (it reads the environment once)
+    monkeypatch.setenv("NUMBA_ASYNCCOPY_INSPECT_TEST", "1")
+    ac.inspect(_make_kernel(4), *sig)
+    assert rcompile._server["proc"] is not proc and proc.poll() is not None
+
+
+def test_simulator_mode_reports_an_interpreter_that_dies(monkeypatch):
+    monkeypatch.setattr(rcompile, "_simulator_on", lambda: True)
+    monkeypatch.setattr(rcompile, "_CHILD", "import sys; sys.stderr.write('boom: no compiler\\n'); "
+                                            "sys.exit(3)")
+    monkeypatch.setenv("NUMBA_ASYNCCOPY_INSPECT_TEST", "2")  # a fresh interpreter
+    with pytest.raises(RuntimeError, match=r"outside the simulator failed: boom: no compiler$"):
+        ac.inspect(_make_kernel(4), types.uint32[:, ::1], types.uint32[:, ::1])
+    assert "proc" not in rcompile._server
+
+
 def test_simulator_mode_ships_device_functions(monkeypatch):
     # the copy examples call a device function (examples/_tiles.block_tiles):
     # the fresh interpreter must compile it without asking for a GPU
