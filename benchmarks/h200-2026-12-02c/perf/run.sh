@@ -6,9 +6,11 @@
 #   1. the idioms suite (the slice lowering: every port beside its original,
 #      3 alternated rounds) and the cluster suite (the launch rows: ac.launch,
 #      torch.add, the bare cuda.core launcher, stock vs imported processes);
-#   2. the facts A/B of the ports the lowering moved, every fact and all but
+#   2. launch_split.py: ac.launch's host time split by subtraction (its
+#      driver call alone through cuda.bindings and through ctypes);
+#   3. the facts A/B of the ports the lowering moved, every fact and all but
 #      range() (NUMBA_ASYNCCOPY_FACTS), with the benchmark's twins.so;
-#   3. the rows the 2026-12-02 runs left unmeasured: sgemm (twins, 8192^3)
+#   4. the rows the 2026-12-02 runs left unmeasured: sgemm (twins, 8192^3)
 #      and tma, with what is left of the budget.
 # The SM clock is sampled every 200 ms throughout (clocks.csv).
 set -u
@@ -26,6 +28,10 @@ stamp idioms+cluster
 timeout 120 python3 -m numba_asynccopy.bench --out "$B" --budget-s 100 --only idioms,cluster > "$OUT/bench.log" 2>&1
 echo "bench rc $?"; tail -3 "$OUT/bench.log"
 cp "$B/results.json" "$OUT/results.json" 2>/dev/null
+
+stamp launch-split
+timeout 40 python3 benchmarks/h200-2026-12-02c/perf/launch_split.py > "$OUT/launch-split.json" 2> "$OUT/launch-split.err"
+echo "launch-split rc $?"; cat "$OUT/launch-split.err" | tail -8
 
 stamp ab-facts
 PORTS="single slice pipeline runtime_depth mbarrier slice_while mbarrier_u32 mbarrier_view mbarrier_u32_view"
