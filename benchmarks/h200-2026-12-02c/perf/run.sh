@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The perf GPU run for branch perf (not run yet: the session's device time
-# was reserved for the final run).  On a machine with an H200, from the
+# The perf GPU run for the slice lowering and the launch path (not run
+# yet).  On a machine with an H200, from the
 # repository root with the package importable and python3 the one with
 # torch, about 300 s:
 #   1. the idioms suite (the slice lowering: every port beside its original,
