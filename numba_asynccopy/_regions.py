@@ -207,22 +207,20 @@ def thread_chunks(builder, lead: View, chunk: int):
 
 
 def each_thread_chunk(builder, lead: View, chunk: int, issue) -> None:
-    """Call ``issue(outer_idx, chunk_idx)`` for every chunk of ``lead``.
+    """Call ``issue(outer_idx, chunk_idx)`` for every chunk of ``lead``: the
+    loop of :func:`thread_chunks`, nothing in front of it.
 
-    A view that is one chunk (the slice idiom ``sh[r, 4*q:4*q+4]``, whose
-    length NVVM cannot prove from the slice arithmetic) takes one branch to
-    one ``issue`` instead of a run-time loop that NVVM unrolls four times;
-    the loop of :func:`thread_chunks` is the general path.  For a view of
-    compile-time shape the test folds away and only one of the two remains.
+    For the slice idiom ``sh[r, 4*q:4*q+4]`` (a run-time length: Numba's
+    clamping) NVVM bounds the trip count by one from the special-register
+    ranges (``facts.py``: ``q`` below 32, so ``4*q+4`` clamped to 128, minus
+    ``4*q``, is at most 4 floats) and the loop becomes one copy predicated on
+    the length: the whole-axis view's code plus a predicate.  A one-chunk
+    test in front of the loop (the earlier lowering, from before the facts)
+    kept two copies behind two branches, because NVVM cannot prove that the
+    length is not shorter.  A view of compile-time shape unrolls fully.
     """
-    total = lead.total_chunks(builder, chunk)
-    one = builder.icmp_unsigned("==", total, lead.const(1))
-    with builder.if_else(one, likely=True) as (single, general):
-        with single:
-            issue([lead.const(0)] * (lead.ty.ndim - 1), lead.const(0))
-        with general:
-            with thread_chunks(builder, lead, chunk) as (outer, c):
-                issue(outer, c)
+    with thread_chunks(builder, lead, chunk) as (outer, c):
+        issue(outer, c)
 
 
 @contextmanager

@@ -16,6 +16,10 @@ hooked.  Before timing, the process launches for ``--warmup-s`` seconds
 times its first batches at the GPU's idle clock otherwise.  The benchmark
 runs the two kinds of process alternately and compares their medians.
 
+Other fresh-process scripts load this file by its path (never as a module
+of the package) for the same timing loop: :func:`warm_up` and
+:func:`time_batches`.
+
 Example::
 
     python -P numba_asynccopy/bench/launch_stock.py --reps 25
@@ -29,6 +33,57 @@ import json
 import math
 import sys
 import time
+
+
+BATCH = 64  # launches between the two events of a timed batch
+
+
+def warm_up(launch, launches: int = 50, seconds: float = 0.5) -> int:
+    """Call ``launch()`` in groups of 16 (a synchronize after each) for at
+    least ``seconds`` and at least ``launches`` calls; the number made.
+
+    Example::
+
+        warm_up(lambda: k[528, 128](a, b, out))
+    """
+    from numba import cuda
+
+    t_end = time.perf_counter() + seconds
+    done = 0
+    while done < launches or time.perf_counter() < t_end:
+        for _ in range(16):
+            launch()
+        done += 16
+        cuda.synchronize()
+    return done
+
+
+def time_batches(launch, reps: int, batch: int = BATCH) -> tuple[list[float], list[float]]:
+    """(event time, host time) per launch in ms of each of ``reps`` batches of
+    ``batch`` calls of ``launch()`` (one untimed call before each batch; the
+    host time runs from the first call to the return of the last, before the
+    stop event).
+
+    Example::
+
+        times, host = time_batches(lambda: k[528, 128](a, b, out), reps=25)
+    """
+    from numba import cuda
+
+    start, stop = cuda.event(), cuda.event()
+    times, host = [], []
+    for _ in range(reps):
+        launch()
+        start.record()
+        t0 = time.perf_counter_ns()
+        for _ in range(batch):
+            launch()
+        t1 = time.perf_counter_ns()
+        stop.record()
+        stop.synchronize()
+        times.append(cuda.event_elapsed_time(start, stop) / batch)
+        host.append((t1 - t0) / batch / 1e6)
+    return times, host
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,27 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     if not np.array_equal(out.copy_to_host(), 3 * ha):
         print(json.dumps({"error": "vadd wrote wrong sums"}))
         return 1
-    t_end = time.perf_counter() + args.warmup_s
-    done = 0
-    while done < args.warmup or time.perf_counter() < t_end:
-        for _ in range(16):
-            k[blocks, 128](a, b, out)
-        done += 16
-        cuda.synchronize()
-    start, stop = cuda.event(), cuda.event()
-    batch = 64
-    times, host = [], []
-    for _ in range(args.reps):
+
+    def launch():
         k[blocks, 128](a, b, out)
-        start.record()
-        t0 = time.perf_counter_ns()
-        for _ in range(batch):
-            k[blocks, 128](a, b, out)
-        t1 = time.perf_counter_ns()
-        stop.record()
-        stop.synchronize()
-        times.append(cuda.event_elapsed_time(start, stop) / batch)
-        host.append((t1 - t0) / batch / 1e6)
+
+    done = warm_up(launch, args.warmup, args.warmup_s)
+    times, host = time_batches(launch, args.reps)
     assert all(math.isfinite(t) for t in times)
     print(json.dumps({
         "times_ms": times,

@@ -525,21 +525,35 @@ def suite_cluster(r: Recorder) -> None:
 
     # launch cost: a 3-argument kernel, host-bound batches of launches, and
     # torch.add of the same size as the reference (all in this run)
+    record_launch_rows(r, blocks, ex.CLUSTER)
+
+
+def record_launch_rows(r: Recorder, blocks: int, cluster: int) -> None:
+    """The launch rows of the cluster suite: a 3-argument kernel's launches
+    (Numba's own, ``ac.launch`` plain and with a cluster shape, the bare
+    cuda.core launcher, ``torch.add`` of the same size as the reference),
+    checked, then timed in alternation (a new order each turn, three
+    rounds); then Numba's own launch in fresh processes with and without the
+    package."""
     from .launchprof import PROCESS_ROWS, launch_rows, stock_vs_imported
 
     keys = ("numba_launch_plain", "ac_launch_plain", "numba_launch_cluster", "torch_launch_add",
             "core_launch_bare", *PROCESS_ROWS)
     try:
         rows, check_sum = launch_rows(blocks)
-        lconf = {"blocks": blocks, "block": 128, "elements": blocks * 128, "cluster": ex.CLUSTER}
+        lconf = {"blocks": blocks, "block": 128, "elements": blocks * 128, "cluster": cluster}
         if "torch_launch_add" not in rows:
             r.fail("torch_launch_add", "torch.add", "torch", "ms", "error: torch with CUDA not available")
+        # timed in alternation, in a new order each turn: a row timed right
+        # after a slower one (Numba's own launch) no longer pays for it
+        group = []
         for key, (label, launch) in rows.items():
             impl = key.split("_")[0] if key.startswith(("torch", "core")) else "numba"
             if launch is None:
                 r.fail(key, key, impl, "ms", f"error: {label}")
                 continue
-            r.measure(key, label, impl, "ms", 0.0, launch, lambda k=key: check_sum(k), config=lconf)
+            group.append((key, label, impl, "ms", 0.0, launch, lambda k=key: check_sum(k), lconf))
+        r.measure_group(group, shuffle=True)
         # the same plain launch in fresh processes, with and without the package
         each: list[dict] = []
         procs = stock_vs_imported(blocks, r.reps, processes=each)

@@ -348,8 +348,11 @@ class Prepared:
 def run(bucket: Sequence[Prepared], args: tuple, stream: Any) -> bool:
     """Launch through the first launcher of ``bucket`` that fits ``args``
     here and now; False when none does (then Numba's path launches)."""
-    handle = stream_handle(stream)
-    ctx = _nb.current_context_handle()
+    # the default stream (any falsy value) is handle 0: no call for it
+    handle = stream_handle(stream) if stream else 0
+    # _nb.current_context_handle() without the call where Numba attached one
+    ctx = getattr(_nb._tls, "attached_context", None)
+    ctx = int(ctx.handle) if ctx is not None else _nb.current_context_handle()
     for p in bucket:
         ov = p.overloads
         if p.ctx != ctx or p.callbacks or (ov is not None and (

@@ -386,6 +386,28 @@ def _claim(grid: Dim, block: Dim, cluster: Dim | None, shared_mem: int,
     return claim
 
 
+#: (grid, block, cluster, shared_mem, non_portable, claim) of the last
+#: launch whose arguments are immutable: replaced whole, never mutated, so
+#: a reader in another thread sees one launch's entry or another's
+_last_claim: tuple = (object(),) * 6
+_IMMUTABLE = (int, tuple, type(None), bool)
+
+
+def _remember_claim(grid: Dim, block: Dim, cluster: Dim | None, shared_mem: int,
+                    non_portable: bool) -> _Claim:
+    """:func:`_claim`, remembered for the next launch with the same
+    argument objects when none of them can change in place (a list can: it
+    is validated every time).  Holding the objects keeps their identities
+    from being reused."""
+    global _last_claim
+    claim = _claim(grid, block, cluster, shared_mem, non_portable)
+    if (grid.__class__ in _IMMUTABLE and block.__class__ in _IMMUTABLE
+            and cluster.__class__ in _IMMUTABLE and shared_mem.__class__ is int
+            and non_portable.__class__ is bool):
+        _last_claim = (grid, block, cluster, shared_mem, non_portable, claim)
+    return claim
+
+
 def _takeover(kernel: Any, claim: _Claim, args: Sequence[Any], stream: Any, handle: int) -> None:
     """Launch ``kernel`` (numba's ``_Kernel``, as picked for the arguments)
     with ``claim``'s shape through Numba's argument marshalling; ``stream``
@@ -501,7 +523,14 @@ def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
         out = cuda.device_array(8, np.int32)
         ac.launch(ring, grid=8, block=32, args=(out,), cluster=4)
     """
-    claim = _claim(grid, block, cluster, shared_mem, non_portable)
+    # the same argument objects as the previous launch (a loop launching
+    # with constants): its claim, without building and hashing the key
+    last = _last_claim
+    if (grid is last[0] and block is last[1] and cluster is last[2] and shared_mem is last[3]
+            and non_portable is last[4]):
+        claim = last[5]
+    else:
+        claim = _remember_claim(grid, block, cluster, shared_mem, non_portable)
     if args.__class__ is not tuple:
         args = check_args(args, _WHAT)
     # the fast path: a launcher prepared by an earlier launch of this shape

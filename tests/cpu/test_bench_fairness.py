@@ -174,3 +174,36 @@ def test_shuffled_alternation_varies_the_order_and_keeps_each_rows_times(monkeyp
                                       shuffle=True)
     assert [tuple(log[k:k + 12][::3]) for k in range(4, len(log), 12)] == orders  # seeded
     assert again == fixed
+
+
+def test_launch_rows_are_timed_in_alternation_in_a_new_order_each_turn(tmp_path, monkeypatch):
+    # the launch rows ran one after another: ac.launch's row right after
+    # Numba's own (the slowest) read 11.4 us where the same fast path with a
+    # cluster shape, timed next, read 9.3 us.  Now one group, shuffled turns
+    import time
+
+    from numba_asynccopy.bench import devutil, launchprof
+
+    calls = []
+    keys = ["numba_launch_plain", "ac_launch_plain", "numba_launch_cluster", "torch_launch_add",
+            "core_launch_bare"]
+    rows = {k: (f"label {k}", lambda k=k: calls.append(k)) for k in keys}
+    monkeypatch.setattr(launchprof, "launch_rows", lambda blocks: (rows, lambda k: f"checked {k}"))
+    monkeypatch.setattr(launchprof, "stock_vs_imported",
+                        lambda blocks, reps, processes: {k: [0.03, 0.031] for k in launchprof.PROCESS_ROWS})
+    seen = {}
+
+    def fake(fns, *, reps, warmup, rounds, shuffle=False):
+        seen.update(n=len(fns), rounds=rounds, shuffle=shuffle)
+        return [[[0.010 + i / 1000] * reps for i in range(len(fns))] for _ in range(rounds)]
+
+    monkeypatch.setattr(devutil, "bench_alternating", fake)
+    r = suites.Recorder(tmp_path / "x.json", True, time.monotonic() + 60, None)
+    suites.record_launch_rows(r, 528, 2)
+    assert seen == {"n": 5, "rounds": 3, "shuffle": True}
+    for i, k in enumerate(keys):
+        m = r.results[k]
+        assert m.status == "ok" and m.check == f"checked {k}", (k, m.status)
+        assert m.ms == 0.010 + i / 1000 and len(m.config["round_ms"]) == 3
+        assert m.config["cluster"] == 2
+    assert r.results["numba_launch_stock"].ms == 0.0305

@@ -52,28 +52,48 @@ def slice_chunk(X, Y):
 
 def test_slice_chunk_is_one_cp_async_on_its_path():
     # sh[r, 4*q:4*q+4] has a run-time length (slice clamping).  It used to
-    # be only a run-time chunk loop (unrolled four times by NVVM) whose
-    # back edge ran into the commit; now the one-chunk case is one LDGSTS
-    # that falls through into LDGDEPBAR, outside every loop.
+    # be a run-time chunk loop (unrolled four times by NVVM), then a
+    # one-chunk test in front of that loop (two LDGSTS behind two branches);
+    # now the chunk loop alone, which the special-register ranges bound by
+    # one pass: one LDGSTS, predicated on the length, no branch, no loop
     sass, _ = _sass(slice_chunk, (types.float32[:, ::1], types.float32[:, ::1]))
     ins = _instructions(sass)
     commit = next(i for i, t in enumerate(ins) if t.startswith("LDGDEPBAR"))
-    j = commit - 1
-    while ins[j].startswith(("BSYNC", "S2UR")):
-        j -= 1
-    assert ins[j].startswith("LDGSTS.E.BYPASS.128"), ins[j - 3:commit + 1]
+    copies = [t for t in ins if "LDGSTS" in t]
+    assert len(copies) == 1 and copies[0].startswith("@P"), copies
+    assert not [t for t in ins[:commit] if t.startswith(("BRA", "BSSY", "@P0 BRA", "@!P0 BRA"))], ins[:commit]
+    assert not sass_loops(sass), [len(b) for b in sass_loops(sass)]
 
 
-def test_slice_idiom_main_loop_takes_the_one_chunk_branch():
-    # the idiom kernel's grid-stride loop holds the single LDGSTS of the
-    # one-chunk branch besides the general chunk loop's
+def slice_rows(X, Y, lo, hi):
+    sh = cuda.shared.array((4, 32), np.float32, alignment=16)
+    t = cuda.threadIdx.x
+    ac.cp_async(sh[t, lo:hi], X[t, lo:hi], 16)
+    ac.commit_group()
+    ac.wait_group(0)
+    Y[t, 0] = sh[t, 0]
+
+
+def test_a_slice_of_run_time_bounds_keeps_every_chunk():
+    # sh[t, lo:hi] is 0 to 8 chunks (a row of 32 floats): the general chunk
+    # loop stays, as its 8 passes with an exit after each (the one-chunk
+    # test made it 9 copies: its own first)
+    sass, _ = _sass(slice_rows, (types.float32[:, ::1], types.float32[:, ::1], types.int64, types.int64))
+    assert sum("LDGSTS" in t for t in _instructions(sass)) == 8
+
+
+def test_slice_idiom_main_loop_is_the_single_stage_loop():
+    # the slice port's grid-stride loop is the whole-axis port's, the one
+    # LDGSTS predicated on the slice's length (both 30 instructions; the
+    # one-chunk branch made it 39, run on the H200 at 0.963 of nvcc against
+    # the whole-axis port's 0.999)
     sass, log = idiom_sass("slice")
     assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in log, log
-    loops = sass_loops(sass)
-    main = [b for b in loops if any("BAR.SYNC" in t for t in b)]
-    assert main, [len(b) for b in loops]
-    singles = [t for t in main[-1] if t.startswith("LDGSTS") and "+0x" not in t]
-    assert singles, main[-1]
+    main = _main_loop("slice")
+    assert len(main) <= len(_main_loop("single")) + 1, (len(main), main)
+    copies = [t for t in main if "LDGSTS" in t]
+    assert len(copies) == 1 and copies[0].startswith("@P"), copies
+    assert not [t for t in main if t.startswith(("BSSY", "BSYNC"))], main
 
 
 @pytest.mark.parametrize("name", list(idi.PORTS))
@@ -122,22 +142,28 @@ def test_while_grid_stride_loop_is_not_unrolled(name, base, most):
 #: the idioms' grid-stride (main) loop as written, in SASS instructions: at
 #: most this many (ptxas 13.x, sm_90).  Before the package's facts (special-
 #: register ranges, extents, range() increments without overflow, no
-#: run-time unrolling) -> after; nvcc's original in the comment.
+#: run-time unrolling) -> after -> (slices) with a slice's chunks as the
+#: chunk loop alone; nvcc's original in the comment.
 MAIN_LOOP_MOST = {
     "single": 34,         # 112 -> 30 (nvcc 25)
-    "slice": 44,          # 152 -> 39 (nvcc 25)
-    "pipeline": 66,       # 218 -> 61 (nvcc 72: two tiles a pass, 36 a tile)
+    "slice": 32,          # 152 -> 39 -> 30: the chunk loop alone (nvcc 25)
+    "pipeline": 54,       # 218 -> 61 -> 51 (nvcc 72: two tiles a pass, 36 a tile)
     "vector": 22,         # 117 + a 37 remainder -> 19 (nvcc 17)
     "bulk": 76,           # 93 -> 72, barrier wait inside (nvcc 67)
-    "slice_while": 54,    # 162 -> 49
+    "slice_while": 44,    # 162 -> 49 -> 40
     "bulk_while": 55,     # 84 -> 51
 }
+
+
+def _opcode(t):
+    """The opcode of a SASS instruction, past its predicate (``@P0 LDGSTS...``)."""
+    return t.split()[1] if t.startswith("@") else t.split()[0]
 
 
 def _main_loop(name):
     loops = sass_loops(idiom_sass(name)[0])
     async_ops = ("LDGSTS", "UBLKCP", "LDG.E.128", "STG.E.128")
-    main = [b for b in loops if any(t.startswith(async_ops) for t in b)]
+    main = [b for b in loops if any(_opcode(t).startswith(async_ops) for t in b)]
     assert main, [len(b) for b in loops]
     return max(main, key=len)
 
@@ -169,7 +195,7 @@ def _ring_loops(loops):
     copies nothing (a "loop" spanning both runs from a label in one to the
     out-of-line retry of a barrier wait)."""
     def has(b, op):
-        return any(t.startswith(op) for t in b)
+        return any(_opcode(t).startswith(op) for t in b)
     producer = max(len(b) for b in loops if has(b, "LDGSTS") and not has(b, "STG"))
     consumer = max(len(b) for b in loops if has(b, "STG") and not has(b, "LDGSTS"))
     return producer, consumer
@@ -188,6 +214,12 @@ def test_the_mbarrier_rewrites_locate_its_gap():
         assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in log, log
         loops = sass_loops(sass)
         sizes[name] = _ring_loops(loops)
-    p_port = _ring_loops(sass_loops(idiom_sass("mbarrier")[0]))[0]
+    port = _ring_loops(sass_loops(idiom_sass("mbarrier")[0]))
     assert sizes["mbarrier_u32_view"][0] <= 52 and sizes["mbarrier_u32_view"][1] <= 66, sizes
-    assert p_port > sizes["mbarrier_view"][0] > sizes["mbarrier_u32_view"][0], (p_port, sizes)
+    # the slices now lower as chunk_view's views do: the port's producer
+    # loop is the chunk-view rewrite's (85; it was 112), the uint32 one's
+    # the uint32-and-view one's within 5 (52 against 47; it was 82); what
+    # is left is the Python int arithmetic of the port's counters
+    assert port[0] <= sizes["mbarrier_view"][0] <= 90, (port, sizes)
+    assert sizes["mbarrier_u32"][0] <= sizes["mbarrier_u32_view"][0] + 6, sizes
+    assert port[0] > sizes["mbarrier_u32"][0] + 25, (port, sizes)

@@ -160,3 +160,31 @@ def test_the_process_rows_keep_each_process_and_its_host_time(monkeypatch):
     assert all(p["host_median_ms"] == pytest.approx(0.026) for p in each)
     assert len(out["numba_launch_imported"]) == 9
 
+
+
+def test_launch_diag_times_with_the_stock_scripts_loop():
+    # one timing loop for every fresh-process launch measurement: the
+    # diagnosis script of 2026-12-02 loads launch_stock.py by its path and
+    # calls its warm_up / time_batches (no events or clocks of its own), and
+    # its stock processes still never import the package
+    import ast
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    diag = root / "benchmarks" / "h200-2026-12-02b" / "perf" / "launch_diag.py"
+    tree = ast.parse(diag.read_text())
+    attrs = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    assert {"time_batches", "warm_up"} <= attrs, sorted(attrs)
+    assert not attrs & {"event_elapsed_time", "perf_counter_ns", "record"}, attrs & {
+        "event_elapsed_time", "perf_counter_ns", "record"}
+    spec = importlib.util.spec_from_file_location("launch_diag_probe", diag)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    before = {m for m in sys.modules if m.split(".")[0] == "numba_asynccopy"}
+    stock = mod._launch_stock()
+    assert stock.__file__ == str(root / "numba_asynccopy" / "bench" / "launch_stock.py")
+    assert callable(stock.time_batches) and stock.BATCH == 64
+    # loading the stock script added no module of the package
+    assert {m for m in sys.modules if m.split(".")[0] == "numba_asynccopy"} == before

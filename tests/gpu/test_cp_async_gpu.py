@@ -84,6 +84,72 @@ def test_src_size_prefix_and_zero_fill():
 
 
 @cuda.jit
+def slice_rows(A, B, lo, hi):
+    # each of 4 threads copies its row's A[t, lo:hi] into sh[t, lo:hi]: a
+    # chunk count the lowering reads from the slice's run-time length
+    t = cuda.threadIdx.x
+    sh = cuda.shared.array((4, 32), np.float32, alignment=16)
+    for j in range(32):
+        sh[t, j] = -1.0
+    cuda.syncthreads()
+    ac.cp_async(sh[t, lo:hi], A[t, lo:hi], 16)
+    ac.commit_group()
+    ac.wait_group(0)
+    cuda.syncthreads()
+    for j in range(32):
+        B[t, j] = sh[t, j]
+
+
+@cuda.jit
+def slice_chunk_at(A, B, off):
+    # the slice idiom sh[r, 4*q:4*q+4] moved by ``off``: with off = -4 thread
+    # q = 0 names sh[r, -4:0] (empty, as in Python) and the others the chunk
+    # before their own; with off = 0 every thread copies its own chunk
+    tid = cuda.threadIdx.x
+    r = tid // 8
+    q = tid % 8
+    sh = cuda.shared.array((4, 32), np.float32, alignment=16)
+    for j in range(4):
+        sh[r, 4 * q + j] = -1.0
+    cuda.syncthreads()
+    ac.cp_async(sh[r, 4 * q + off:4 * q + off + 4], A[r, 4 * q + off:4 * q + off + 4], 16)
+    ac.commit_group()
+    ac.wait_group(0)
+    cuda.syncthreads()
+    for j in range(4):
+        B[r, 4 * q + j] = sh[r, 4 * q + j]
+
+
+#: (lo, hi) with Python's slice semantics: negative bounds wrap around once,
+#: then both clamp to [0, 32); an empty slice copies nothing
+SLICE_BOUNDS = [(0, 4), (4, 8), (-4, 32), (-8, -4), (-4, 0), (28, 40), (0, 32), (8, -8),
+                (-40, 4), (12, 12), (16, 8), (-32, -28)]
+
+
+@pytest.mark.parametrize("lo,hi", SLICE_BOUNDS)
+def test_slices_with_run_time_bounds_copy_what_python_slices(lo, hi):
+    a = rng.standard_normal((4, 32)).astype(np.float32)
+    expected = np.full((4, 32), -1.0, np.float32)
+    expected[:, lo:hi] = a[:, lo:hi]
+    out = cuda.to_device(poisoned(expected))
+    slice_rows[1, 4](cuda.to_device(a), out, lo, hi)
+    np.testing.assert_array_equal(out.copy_to_host(), expected)
+
+
+@pytest.mark.parametrize("off", [0, -4, 4])
+def test_the_slice_idiom_keeps_negative_bound_wraparound(off):
+    a = rng.standard_normal((4, 32)).astype(np.float32)
+    expected = np.full((4, 32), -1.0, np.float32)
+    for r in range(4):
+        for q in range(8):  # numpy slices a row as Python does (q = 0, off = -4: [-4:0], empty)
+            s = slice(4 * q + off, 4 * q + off + 4)
+            expected[r, s] = a[r, s]
+    out = cuda.to_device(poisoned(expected))
+    slice_chunk_at[1, 32](cuda.to_device(a), out, off)
+    np.testing.assert_array_equal(out.copy_to_host(), expected)
+
+
+@cuda.jit
 def ignore_rows(A, B, flags):
     tid = cuda.threadIdx.x
     sh = cuda.shared.array((64, 8), np.float32, alignment=16)

@@ -8,12 +8,15 @@ It runs fresh processes of three kinds, alternately, ``--rounds`` times:
 ``stock`` (never imports numba_asynccopy), ``imported`` (imports it first:
 numba-cuda's ``_Kernel.launch`` hooked) and ``unhooked`` (imports it, then
 puts numba-cuda's own ``_Kernel.launch`` back).  Each process times
-``vadd[528, 128](a, b, out)`` (the launch benchmark's kernel) twice, as
-``launch_stock.py`` does (batches of 64 launches between two CUDA events,
-and the host's own time per launch in each batch):
+``vadd[528, 128](a, b, out)`` (the launch benchmark's kernel) twice with
+``launch_stock.py``'s own loop (``time_batches``: batches of 64 launches
+between two CUDA events, and the host's own time per launch in each batch;
+``launch_stock.py`` is loaded by its path, so the stock process never
+imports the package):
 
-- ``cold``: after 50 untimed launches (the protocol of the first run);
-- ``warm``: after launching for 0.5 s more;
+- ``cold``: after ``warm_up(launch, 50, 0)`` (the first run's 50 untimed
+  launches, in ``warm_up``'s groups of 16: 64);
+- ``warm``: after ``warm_up(launch, 0, 0.5)``, 0.5 s more;
 
 then a cProfile of 2000 launches (first round only), top rows by own time.
 One JSON line per process; the GPU's SM clock sampled every 50 ms by
@@ -24,12 +27,26 @@ times on the same clock, ``time.time()``).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+
+STOCK = Path(__file__).resolve().parents[3] / "numba_asynccopy" / "bench" / "launch_stock.py"
+
+
+def _launch_stock():
+    """``launch_stock.py`` as a module, loaded by its path (importing it as
+    ``numba_asynccopy.bench.launch_stock`` would import the package)."""
+    spec = importlib.util.spec_from_file_location("launch_stock", STOCK)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def child(kind: str, profile: bool) -> dict:
@@ -39,6 +56,7 @@ def child(kind: str, profile: bool) -> dict:
     from numba import cuda, types
     from numba.cuda import dispatcher
 
+    stock = _launch_stock()
     if kind == "unhooked":
         dispatcher._Kernel.launch = dispatcher._Kernel.launch.__wrapped__
 
@@ -55,35 +73,22 @@ def child(kind: str, profile: bool) -> dict:
     out = cuda.device_array(n, np.float32)
     k[blocks, 128](a, b, out)
     assert np.array_equal(out.copy_to_host(), 3 * ha)
-    start, stop = cuda.event(), cuda.event()
 
-    def timed(reps=25, batch=64):
-        ev, host = [], []
-        for _ in range(reps):
-            k[blocks, 128](a, b, out)
-            start.record()
-            t0 = time.perf_counter_ns()
-            for _ in range(batch):
-                k[blocks, 128](a, b, out)
-            t1 = time.perf_counter_ns()
-            stop.record()
-            stop.synchronize()
-            ev.append(cuda.event_elapsed_time(start, stop) / batch * 1e3)
-            host.append((t1 - t0) / batch / 1e3)
+    def launch():
+        k[blocks, 128](a, b, out)
+
+    def timed(reps=25):
+        ev, host = stock.time_batches(launch, reps)
+        ev = [t * 1e3 for t in ev]
+        host = [t * 1e3 for t in host]
         return {"event_us": ev, "host_us": host,
                 "event_median": statistics.median(ev), "host_median": statistics.median(host)}
 
     res = {"kind": kind, "t_start": time.time(),
            "hooked": hasattr(dispatcher._Kernel.launch, "__wrapped__")}
-    for _ in range(50):
-        k[blocks, 128](a, b, out)
-    cuda.synchronize()
+    stock.warm_up(launch, 50, 0.0)
     res["cold"] = timed()
-    t_end = time.perf_counter() + 0.5
-    while time.perf_counter() < t_end:
-        for _ in range(16):
-            k[blocks, 128](a, b, out)
-        cuda.synchronize()
+    stock.warm_up(launch, 0, 0.5)
     res["warm"] = timed()
     if profile:
         import cProfile
