@@ -277,10 +277,11 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
     def origin(m0, pq, q32):
         # (image, first row, first column) of the im2col box of the tile whose
         # first output pixel is m0: 32-bit division (m0 < 2**31)
-        n = m0 // pq
-        rem = m0 - n * pq
-        p = rem // q32
-        q = rem - p * q32
+        # (each step cast back: Numba widens uint32 products to 64 bits)
+        n = np.uint32(m0 // pq)
+        rem = np.uint32(m0 - np.uint32(n * pq))
+        p = np.uint32(rem // q32)
+        q = np.uint32(rem - np.uint32(p * q32))
         return np.int32(n), np.int32(p) * SH + LO_H, np.int32(q) * SW + LO_W
 
     @dev
