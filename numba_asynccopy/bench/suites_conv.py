@@ -144,7 +144,8 @@ def suite_conv2d(r) -> None:
                                         w.view(torch.uint16).reshape(K, R * S, C), kern, stride,
                                         padding, dilation)
                 xd, wd = xmap.device, wmap.device
-                return (lambda: cv.run_tc(kern, xd, wd, yd, n, P, Q, C)), (xmap, wmap, kern)
+                # a bound launcher: grid and arguments once, as the twin's pointers
+                return cv.bind_tc(kern, xd, wd, yd, n, P, Q, C), (xmap, wmap, kern)
 
             best, best_ms = None, float("inf")
             for cand in CANDIDATES[layer]:

@@ -19,8 +19,13 @@
 //   (wait_group 1) and releases that slot, as ac.pipeline does;
 // - CTAS (1 or 2) blocks resident on an SM (the launch bounds), the
 //   setmaxnreg limits split as the example's nreg_split;
-// - the epilogue stores the fragment element by element (masked at the
-//   pixel and channel edges), converted to the output type.
+// - the epilogue is ac.wgmma_store's (store_frag): each lane's column pairs
+//   as 4- or 8-byte stores where the fragment lies wholly inside the output,
+//   else element by element (masked at the pixel and channel edges),
+//   converted to the output type;
+// - the two kernels (a block a tile, and the tile walk) share the producer's
+//   tile of loads, the consumer's k-loop and the epilogue (produce_tile,
+//   consume_tile, store_frag), as the example's kernels share theirs.
 //
 // The tensor maps are the same 128-byte maps in device memory that the
 // Numba kernel receives (ac.TensorMap buffers), fenced the same way.
@@ -178,125 +183,12 @@ struct NregSplit {
     static constexpr int CONS = CONS0 < 232 ? CONS0 : 232;
 };
 
-template <int BN, int STAGES, int CONSUMERS, int CTAS, bool BF16, int OUT>
-__global__ void __launch_bounds__(128 * (1 + CONSUMERS), CTAS)
-conv_tc(const void* __restrict__ xmap, const void* __restrict__ wmap, void* __restrict__ out, int N,
-        int P, int Q, int C, int K, int R, int S, int SH, int SW, int DH, int DW, int PH, int PW) {
-    constexpr int BM = 64 * CONSUMERS;
-    constexpr int A_BYTES = BM * BC * 2, B_BYTES = BN * BC * 2;
-    extern __shared__ __align__(1024) uint8_t dyn[];
-    uint8_t* sa = dyn;
-    uint8_t* sb = dyn + STAGES * A_BYTES;
-    __shared__ uint64_t full[STAGES], empty[STAGES];
-    const int tid = threadIdx.x;
-    if (tid == 0) {
-        for (int i = 0; i < STAGES; ++i) {
-            mbar_init(&full[i], 2);
-            mbar_init(&empty[i], CONSUMERS);
-        }
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    }
-    __syncthreads();
-    const int wg = tid / 128;
-    const long long m0 = (long long)blockIdx.x * BM;
-    const int k0 = blockIdx.y * BN;
-    const int chunks = (C + BC - 1) / BC;
-    const int steps = R * S * chunks;
-    if (wg == 0) {
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(NregSplit<CONSUMERS, CTAS>::PROD));
-        if (tid < 32 && elect_one()) {
-            const int n = static_cast<int>(m0 / (P * Q));
-            const int rem = static_cast<int>(m0 - (long long)n * P * Q);
-            const int p = rem / Q, q = rem - (rem / Q) * Q;
-            const int h0 = p * SH - PH, w0 = q * SW - PW;
-            asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;" ::"l"(xmap) : "memory");
-            asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;" ::"l"(wmap) : "memory");
-            int slot = 0;
-            uint32_t phase = 0;
-            for (int r = 0; r < R; ++r)
-                for (int s = 0; s < S; ++s)
-                    for (int ch = 0; ch < chunks; ++ch) {
-                        mbar_wait(&empty[slot], phase ^ 1);
-                        mbar_expect_tx(&full[slot], A_BYTES);
-                        load_im2col(sa + slot * A_BYTES, xmap, ch * BC, w0, h0, n, uint16_t(s * DW),
-                                    uint16_t(r * DH), &full[slot]);
-                        mbar_expect_tx(&full[slot], B_BYTES);
-                        load_tile3(sb + slot * B_BYTES, wmap, ch * BC, r * S + s, k0, &full[slot]);
-                        if (++slot == STAGES) {
-                            slot = 0;
-                            phase ^= 1;
-                        }
-                    }
-        }
-    } else {
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(NregSplit<CONSUMERS, CTAS>::CONS));
-        const int c = wg - 1;
-        const bool leader = (tid % 128) == 0;
-        float acc[BN / 2];
-#pragma unroll
-        for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
-        int slot = 0, prev = 0;
-        uint32_t phase = 0;
-        for (int t = 0; t < steps; ++t) {
-            mbar_wait(&full[slot], phase);
-            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-            const uint8_t* a = sa + slot * A_BYTES + c * 64 * BC * 2;
-            const uint8_t* b = sb + slot * B_BYTES;
-#pragma unroll
-            for (int kk = 0; kk < BC / 16; ++kk)
-                mma_async<BN, BF16>(acc, desc(a + 32 * kk), desc(b + 32 * kk), (t > 0) || (kk > 0));
-            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-            // the MMAs of step t - 1 are done: free their slot
-            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-            if (t > 0 && leader) mbar_arrive(&empty[prev]);
-            prev = slot;
-            if (++slot == STAGES) {
-                slot = 0;
-                phase ^= 1;
-            }
-        }
-        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-        if (leader) mbar_arrive(&empty[prev]);
-        const int l = tid % 128, w = l / 32, lane = l % 32;
-        const long long M = (long long)N * P * Q;
-#pragma unroll
-        for (int i = 0; i < BN / 8; ++i)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const long long row = m0 + 64 * c + 16 * w + lane / 4 + 8 * (e / 2);
-                const int col = k0 + 8 * i + 2 * (lane % 4) + (e % 2);
-                if (row < M && col < K) store1<OUT>(out, row * K + col, acc[4 * i + e]);
-            }
-    }
-}
+// The parts the two kernels share, as the example's inlined device functions
+// (origin, produce, consume, store in make_conv2d_tc).
 
-template <int BN, int STAGES, int CONSUMERS, int CTAS, bool BF16, int OUT>
-int launch(const void* xmap, const void* wmap, void* out, int N, int P, int Q, int C, int K, int R,
-           int S, int SH, int SW, int DH, int DW, int PH, int PW) {
-    constexpr int BM = 64 * CONSUMERS;
-    const int smem_bytes = STAGES * (BM + BN) * BC * 2;
-    auto kern = conv_tc<BN, STAGES, CONSUMERS, CTAS, BF16, OUT>;
-    static bool sized = false;  // once per instantiation, as Numba sizes a kernel once
-    if (!sized) {
-        cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
-        sized = true;
-    }
-    const long long M = (long long)N * P * Q;
-    dim3 grid(static_cast<unsigned>((M + BM - 1) / BM), (K + BN - 1) / BN);
-    kern<<<grid, 128 * (1 + CONSUMERS), smem_bytes>>>(xmap, wmap, out, N, P, Q, C, K, R, S, SH, SW, DH,
-                                                      DW, PH, PW);
-    return static_cast<int>(cudaGetLastError());
-}
-
-// The tile-walking kernel (make_conv2d_tc with mtiles=2 or persistent=True):
-// a one-dimensional grid of blocks, each walking the tiles tile = blockIdx.x,
-// blockIdx.x + gridDim.x, ... (pixel tile tile / ntn, channel tile tile % ntn),
-// the ring running on across tiles; a block's tile is 64 * CONSUMERS * MT
-// pixels x BN channels, each consumer warpgroup issuing MT m64nBNk16 MMAs a
-// 16-channel step on the same filter descriptor (a fence and a wait per
-// fragment, as the example's ac.wgmma_fence / wgmma_wait_group per fragment).
-// The epilogue is ac.wgmma_store's: a tile wholly inside the output stores
-// each lane's column pairs as 4- or 8-byte stores, else element by element.
+// The epilogue is ac.wgmma_store's: a fragment wholly inside the output
+// stores each lane's column pairs as 4- or 8-byte stores, else element by
+// element (masked at the pixel and channel edges).
 template <int OUT>
 __device__ __forceinline__ void store_frag(void* out, long long M, int K, long long row0, int col0,
                                            const float* acc, int n) {
@@ -335,19 +227,137 @@ __device__ __forceinline__ void store_frag(void* out, long long M, int K, long l
     }
 }
 
-template <int BN, int STAGES, int CONSUMERS, int CTAS, int MT, bool BF16, int OUT>
-__global__ void __launch_bounds__(128 * (1 + CONSUMERS), CTAS)
-conv_tc_tiles(const void* __restrict__ xmap, const void* __restrict__ wmap, void* __restrict__ out,
-              int N, int P, int Q, int C, int K, int R, int S, int SH, int SW, int DH, int DW, int PH,
-              int PW) {
-    constexpr int BM = 64 * CONSUMERS * MT;
-    constexpr int A_BYTES = BM * BC * 2, B_BYTES = BN * BC * 2;
-    extern __shared__ __align__(1024) uint8_t dyn[];
-    uint8_t* sa = dyn;
-    uint8_t* sb = dyn + STAGES * A_BYTES;
-    __shared__ uint64_t full[STAGES], empty[STAGES];
-    const int tid = threadIdx.x;
-    if (tid == 0) {
+// (image, first row, first column) of the im2col box of the tile whose first
+// output pixel is m0: unsigned 32-bit division (m0 < 2**31), as the example's
+__device__ __forceinline__ void tile_origin(uint32_t m0, int P, int Q, int SH, int SW, int PH, int PW,
+                                            int& n, int& h0, int& w0) {
+    const uint32_t pq = static_cast<uint32_t>(P * Q), q32 = static_cast<uint32_t>(Q);
+    const uint32_t img = m0 / pq, rem = m0 - img * pq;
+    const uint32_t p = rem / q32, q = rem - p * q32;
+    n = static_cast<int>(img);
+    h0 = static_cast<int>(p) * SH - PH;
+    w0 = static_cast<int>(q) * SW - PW;
+}
+
+// The ring position of a producer or consumer: slot and phase.
+template <int STAGES>
+struct Ring {
+    int slot = 0;
+    uint32_t phase = 0;
+    __device__ __forceinline__ void advance() {
+        if (++slot == STAGES) {
+            slot = 0;
+            phase ^= 1;
+        }
+    }
+};
+
+// One tile's loads by the elected producer lane: per filter tap (r, s) and
+// channel chunk, the im2col box of the activations and the filter box.
+template <int STAGES, int A_BYTES, int B_BYTES>
+__device__ __forceinline__ void produce_tile(Ring<STAGES>& ring, uint8_t* sa, uint8_t* sb, const void* xmap,
+                                             const void* wmap, uint64_t* full, uint64_t* empty, int n,
+                                             int h0, int w0, int k0, int R, int S, int chunks, int DH,
+                                             int DW) {
+    for (int r = 0; r < R; ++r)
+        for (int s = 0; s < S; ++s)
+            for (int ch = 0; ch < chunks; ++ch) {
+                const int slot = ring.slot;
+                mbar_wait(&empty[slot], ring.phase ^ 1);
+                mbar_expect_tx(&full[slot], A_BYTES);
+                load_im2col(sa + slot * A_BYTES, xmap, ch * BC, w0, h0, n, uint16_t(s * DW),
+                            uint16_t(r * DH), &full[slot]);
+                mbar_expect_tx(&full[slot], B_BYTES);
+                load_tile3(sb + slot * B_BYTES, wmap, ch * BC, r * S + s, k0, &full[slot]);
+                ring.advance();
+            }
+}
+
+// One tile's k-loop of a consumer warpgroup (sa_c: its first A row of slot 0,
+// MT 64-row MMA tiles a slot): per k-step MT m64nBNk16 MMAs a 16-channel step
+// on the same filter descriptor, one commit, the previous step's group waited
+// for (a fence and a wait per fragment, as ac.wgmma_fence / wgmma_wait_group
+// per fragment) and its slot released; at the end the MMAs done and the last
+// slot released.
+template <int BN, int STAGES, int MT, bool BF16, int A_BYTES, int B_BYTES>
+__device__ __forceinline__ void consume_tile(Ring<STAGES>& ring, float (&acc)[MT][BN / 2],
+                                             const uint8_t* sa_c, const uint8_t* sb, uint64_t* full,
+                                             uint64_t* empty, int steps, bool leader) {
+    int prev = ring.slot;
+    for (int t = 0; t < steps; ++t) {
+        const int slot = ring.slot;
+        mbar_wait(&full[slot], ring.phase);
+#pragma unroll
+        for (int j = 0; j < MT; ++j) asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+        const uint8_t* a = sa_c + slot * A_BYTES;
+        const uint8_t* b = sb + slot * B_BYTES;
+#pragma unroll
+        for (int kk = 0; kk < BC / 16; ++kk) {
+            mma_async<BN, BF16>(acc[0], desc(a + 32 * kk), desc(b + 32 * kk), (t > 0) || (kk > 0));
+            if constexpr (MT == 2)
+                mma_async<BN, BF16>(acc[1], desc(a + 64 * BC * 2 + 32 * kk), desc(b + 32 * kk),
+                                    (t > 0) || (kk > 0));
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        // the MMAs of step t - 1 are done: free their slot
+#pragma unroll
+        for (int j = 0; j < MT; ++j) asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+        if (t > 0 && leader) mbar_arrive(&empty[prev]);
+        prev = slot;
+        ring.advance();
+    }
+#pragma unroll
+    for (int j = 0; j < MT; ++j) asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    if (leader) mbar_arrive(&empty[prev]);
+}
+
+// A consumer warpgroup's whole part in each kernel, J (its first 64-row MMA
+// tile of a slot) a template constant: one copy a warpgroup, as the
+// example's kernels inline one a warpgroup.
+template <int BN, int STAGES, int MT, int J, bool BF16, int OUT, int A_BYTES, int B_BYTES>
+__device__ __forceinline__ void one_tile(Ring<STAGES>& ring, const uint8_t* sa, const uint8_t* sb,
+                                         uint64_t* full, uint64_t* empty, void* out, long long M, int K,
+                                         uint32_t m0, int k0, int steps, bool leader) {
+    float acc[MT][BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) acc[0][i] = 0.f;
+    consume_tile<BN, STAGES, MT, BF16, A_BYTES, B_BYTES>(ring, acc, sa + 64 * J * BC * 2, sb, full, empty,
+                                                         steps, leader);
+    store_frag<OUT>(out, M, K, (long long)m0 + 64 * J, k0, acc[0], BN);
+}
+
+template <int BN, int STAGES, int MT, int J, bool BF16, int OUT, int BM, int A_BYTES, int B_BYTES>
+__device__ __forceinline__ void walk(Ring<STAGES>& ring, const uint8_t* sa, const uint8_t* sb,
+                                     uint64_t* full, uint64_t* empty, void* out, long long M, int K,
+                                     int ntiles, int ntn, int steps, bool leader) {
+    float acc[MT][BN / 2];
+#pragma unroll
+    for (int j = 0; j < MT; ++j)
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) acc[j][i] = 0.f;
+    for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+        const int mi = tile / ntn;
+        const int k0 = (tile - mi * ntn) * BN;
+        consume_tile<BN, STAGES, MT, BF16, A_BYTES, B_BYTES>(ring, acc, sa + 64 * J * BC * 2, sb, full,
+                                                             empty, steps, leader);
+        // (persistent: the producer is already filling the next tile's slots)
+#pragma unroll
+        for (int j = 0; j < MT; ++j)
+            store_frag<OUT>(out, M, K, (long long)mi * BM + 64 * (J + j), k0, acc[j], BN);
+    }
+}
+
+template <int BN, int STAGES, int CONSUMERS, int MT>
+struct Shape {
+    static constexpr int BM = 64 * CONSUMERS * MT;  // output pixels of a block's tile
+    static constexpr int A_BYTES = BM * BC * 2, B_BYTES = BN * BC * 2;
+};
+
+// The block's shared memory (A ring, B ring, barriers) set up, as
+// ac.pipeline.init does.
+template <int STAGES, int CONSUMERS>
+__device__ __forceinline__ void init_ring(uint64_t* full, uint64_t* empty) {
+    if (threadIdx.x == 0) {
         for (int i = 0; i < STAGES; ++i) {
             mbar_init(&full[i], 2);
             mbar_init(&empty[i], CONSUMERS);
@@ -355,91 +365,115 @@ conv_tc_tiles(const void* __restrict__ xmap, const void* __restrict__ wmap, void
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     }
     __syncthreads();
+}
+
+// The block-a-tile kernel (make_conv2d_tc's conv): a 2-D grid, block (x, y)
+// the tile of pixels x * 64 * CONSUMERS.. and channels y * BN...
+template <int BN, int STAGES, int CONSUMERS, int CTAS, bool BF16, int OUT>
+__global__ void __launch_bounds__(128 * (1 + CONSUMERS), CTAS)
+conv_tc(const void* __restrict__ xmap, const void* __restrict__ wmap, void* __restrict__ out, int N,
+        int P, int Q, int C, int K, int R, int S, int SH, int SW, int DH, int DW, int PH, int PW) {
+    using Sh = Shape<BN, STAGES, CONSUMERS, 1>;
+    extern __shared__ __align__(1024) uint8_t dyn[];
+    uint8_t* sa = dyn;
+    uint8_t* sb = dyn + STAGES * Sh::A_BYTES;
+    __shared__ uint64_t full[STAGES], empty[STAGES];
+    init_ring<STAGES, CONSUMERS>(full, empty);
+    const int tid = threadIdx.x;
+    const int wg = tid / 128;
+    const uint32_t m0 = blockIdx.x * Sh::BM;
+    const int k0 = blockIdx.y * BN;
+    const int chunks = (C + BC - 1) / BC;
+    const int steps = R * S * chunks;
+    Ring<STAGES> ring;
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(NregSplit<CONSUMERS, CTAS>::PROD));
+        if (tid < 32 && elect_one()) {
+            int n, h0, w0;
+            tile_origin(m0, P, Q, SH, SW, PH, PW, n, h0, w0);
+            asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;" ::"l"(xmap) : "memory");
+            asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;" ::"l"(wmap) : "memory");
+            produce_tile<STAGES, Sh::A_BYTES, Sh::B_BYTES>(ring, sa, sb, xmap, wmap, full, empty, n, h0,
+                                                            w0, k0, R, S, chunks, DH, DW);
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(NregSplit<CONSUMERS, CTAS>::CONS));
+        const bool leader = (tid % 128) == 0;
+        const long long M = (long long)N * P * Q;
+        if (CONSUMERS == 1 || wg == 1)
+            one_tile<BN, STAGES, 1, 0, BF16, OUT, Sh::A_BYTES, Sh::B_BYTES>(ring, sa, sb, full, empty, out, M,
+                                                                        K, m0, k0, steps, leader);
+        else
+            one_tile<BN, STAGES, 1, 1, BF16, OUT, Sh::A_BYTES, Sh::B_BYTES>(ring, sa, sb, full, empty, out, M,
+                                                                        K, m0, k0, steps, leader);
+    }
+}
+
+template <int BN, int STAGES, int CONSUMERS, int CTAS, bool BF16, int OUT>
+int launch(const void* xmap, const void* wmap, void* out, int N, int P, int Q, int C, int K, int R,
+           int S, int SH, int SW, int DH, int DW, int PH, int PW) {
+    constexpr int BM = 64 * CONSUMERS;
+    const int smem_bytes = STAGES * (BM + BN) * BC * 2;
+    auto kern = conv_tc<BN, STAGES, CONSUMERS, CTAS, BF16, OUT>;
+    static bool sized = false;  // once per instantiation, as Numba sizes a kernel once
+    if (!sized) {
+        cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+        sized = true;
+    }
+    const long long M = (long long)N * P * Q;
+    dim3 grid(static_cast<unsigned>((M + BM - 1) / BM), (K + BN - 1) / BN);
+    kern<<<grid, 128 * (1 + CONSUMERS), smem_bytes>>>(xmap, wmap, out, N, P, Q, C, K, R, S, SH, SW, DH,
+                                                      DW, PH, PW);
+    return static_cast<int>(cudaGetLastError());
+}
+
+// The tile-walking kernel (make_conv2d_tc's conv_tiles, mtiles=2 or
+// persistent=True): a one-dimensional grid of blocks, each walking the tiles
+// tile = blockIdx.x, blockIdx.x + gridDim.x, ... (pixel tile tile / ntn,
+// channel tile tile % ntn), the ring running on across tiles; a block's tile
+// is 64 * CONSUMERS * MT pixels x BN channels.
+template <int BN, int STAGES, int CONSUMERS, int CTAS, int MT, bool BF16, int OUT>
+__global__ void __launch_bounds__(128 * (1 + CONSUMERS), CTAS)
+conv_tc_tiles(const void* __restrict__ xmap, const void* __restrict__ wmap, void* __restrict__ out,
+              int N, int P, int Q, int C, int K, int R, int S, int SH, int SW, int DH, int DW, int PH,
+              int PW) {
+    using Sh = Shape<BN, STAGES, CONSUMERS, MT>;
+    extern __shared__ __align__(1024) uint8_t dyn[];
+    uint8_t* sa = dyn;
+    uint8_t* sb = dyn + STAGES * Sh::A_BYTES;
+    __shared__ uint64_t full[STAGES], empty[STAGES];
+    init_ring<STAGES, CONSUMERS>(full, empty);
+    const int tid = threadIdx.x;
     const int wg = tid / 128;
     const int chunks = (C + BC - 1) / BC;
     const int steps = R * S * chunks;
     const long long M = (long long)N * P * Q;
     const int ntn = (K + BN - 1) / BN;
-    const int ntiles = static_cast<int>((M + BM - 1) / BM) * ntn;
+    const int ntiles = static_cast<int>((M + Sh::BM - 1) / Sh::BM) * ntn;
+    Ring<STAGES> ring;
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(NregSplit<CONSUMERS, CTAS>::PROD));
         if (tid < 32 && elect_one()) {
             asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;" ::"l"(xmap) : "memory");
             asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;" ::"l"(wmap) : "memory");
-            int slot = 0;
-            uint32_t phase = 0;
             for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
                 const int mi = tile / ntn;
                 const int k0 = (tile - mi * ntn) * BN;
-                const long long m0 = (long long)mi * BM;
-                const int n = static_cast<int>(m0 / (P * Q));
-                const int rem = static_cast<int>(m0 - (long long)n * P * Q);
-                const int p = rem / Q, q = rem - (rem / Q) * Q;
-                const int h0 = p * SH - PH, w0 = q * SW - PW;
-                for (int r = 0; r < R; ++r)
-                    for (int s = 0; s < S; ++s)
-                        for (int ch = 0; ch < chunks; ++ch) {
-                            mbar_wait(&empty[slot], phase ^ 1);
-                            mbar_expect_tx(&full[slot], A_BYTES);
-                            load_im2col(sa + slot * A_BYTES, xmap, ch * BC, w0, h0, n,
-                                        uint16_t(s * DW), uint16_t(r * DH), &full[slot]);
-                            mbar_expect_tx(&full[slot], B_BYTES);
-                            load_tile3(sb + slot * B_BYTES, wmap, ch * BC, r * S + s, k0, &full[slot]);
-                            if (++slot == STAGES) {
-                                slot = 0;
-                                phase ^= 1;
-                            }
-                        }
+                int n, h0, w0;
+                tile_origin(static_cast<uint32_t>(mi * Sh::BM), P, Q, SH, SW, PH, PW, n, h0, w0);
+                produce_tile<STAGES, Sh::A_BYTES, Sh::B_BYTES>(ring, sa, sb, xmap, wmap, full, empty, n,
+                                                                h0, w0, k0, R, S, chunks, DH, DW);
             }
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(NregSplit<CONSUMERS, CTAS>::CONS));
-        const int c = wg - 1;
-        const int row = 64 * MT * c;
         const bool leader = (tid % 128) == 0;
-        float acc[MT][BN / 2];
-#pragma unroll
-        for (int j = 0; j < MT; ++j)
-#pragma unroll
-            for (int i = 0; i < BN / 2; ++i) acc[j][i] = 0.f;
-        int slot = 0;
-        uint32_t phase = 0;
-        for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
-            const int mi = tile / ntn;
-            const int k0 = (tile - mi * ntn) * BN;
-            int prev = slot;
-            for (int t = 0; t < steps; ++t) {
-                mbar_wait(&full[slot], phase);
-#pragma unroll
-                for (int j = 0; j < MT; ++j) asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-                const uint8_t* a = sa + slot * A_BYTES + row * BC * 2;
-                const uint8_t* b = sb + slot * B_BYTES;
-#pragma unroll
-                for (int kk = 0; kk < BC / 16; ++kk) {
-                    mma_async<BN, BF16>(acc[0], desc(a + 32 * kk), desc(b + 32 * kk), (t > 0) || (kk > 0));
-                    if constexpr (MT == 2)
-                        mma_async<BN, BF16>(acc[1], desc(a + 64 * BC * 2 + 32 * kk), desc(b + 32 * kk),
-                                            (t > 0) || (kk > 0));
-                }
-                asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-                // the MMAs of step t - 1 are done: free their slot
-#pragma unroll
-                for (int j = 0; j < MT; ++j) asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-                if (t > 0 && leader) mbar_arrive(&empty[prev]);
-                prev = slot;
-                if (++slot == STAGES) {
-                    slot = 0;
-                    phase ^= 1;
-                }
-            }
-#pragma unroll
-            for (int j = 0; j < MT; ++j) asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-            if (leader) mbar_arrive(&empty[prev]);
-            // (persistent: the producer is already filling the next tile's slots)
-#pragma unroll
-            for (int j = 0; j < MT; ++j)
-                store_frag<OUT>(out, M, K, (long long)mi * BM + row + 64 * j, k0, acc[j], BN);
-        }
+        if (CONSUMERS == 1 || wg == 1)
+            walk<BN, STAGES, MT, 0, BF16, OUT, Sh::BM, Sh::A_BYTES, Sh::B_BYTES>(
+                ring, sa, sb, full, empty, out, M, K, ntiles, ntn, steps, leader);
+        else
+            walk<BN, STAGES, MT, MT, BF16, OUT, Sh::BM, Sh::A_BYTES, Sh::B_BYTES>(
+                ring, sa, sb, full, empty, out, M, K, ntiles, ntn, steps, leader);
     }
 }
 

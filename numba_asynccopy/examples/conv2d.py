@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from numba import cuda
@@ -220,7 +220,14 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
     at once share their activation rows), its ring running on across
     tiles so that the next tile's loads overlap this tile's epilogue.
     With ``mtiles=2`` or ``persistent`` the grid is one-dimensional (a
-    block a tile when not persistent)."""
+    block a tile when not persistent).
+
+    The two kernels share their parts (the tile's im2col origin, the
+    producer's loads of a tile, a consumer's k-loop, the epilogue) as
+    inlined device functions; each consumer warpgroup runs its own inlined
+    copy of its part, its MMA tiles' index a constant, and the loop counts
+    and tile arithmetic are 32-bit, so that the k-loop's SASS has no 64-bit
+    arithmetic (``tests/cpu/test_conv2d_tc_ptx.py`` pins its length)."""
     from .hgemm import _carve
 
     if bn % 16 or not 16 <= bn <= 256:
@@ -261,91 +268,151 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
     a_elems = stages * BMT * bc
     storage = np.uint16 if dtype == "bf16" else np.float16
 
+    MTILES = consumers * MT  # 64-row MMA tiles of a block
+    N1 = bn if MT == 2 else 8  # the second fragment's N (a placeholder with one tile)
+    # the two kernels' shared parts, inlined into each (Numba IR inlining)
+    dev = (lambda f: f) if ac.sim.ENABLED else cuda.jit(device=True, inline="always")
+
+    @dev
+    def origin(m0, pq, q32):
+        # (image, first row, first column) of the im2col box of the tile whose
+        # first output pixel is m0: 32-bit division (m0 < 2**31)
+        # (each step cast back: Numba widens uint32 products to 64 bits)
+        n = np.uint32(m0 // pq)
+        rem = np.uint32(m0 - np.uint32(n * pq))
+        p = np.uint32(rem // q32)
+        q = np.uint32(rem - np.uint32(p * q32))
+        return np.int32(n), np.int32(p) * SH + LO_H, np.int32(q) * SW + LO_W
+
+    @dev
+    def produce(pipe, ps, sa, sb, xmap, wmap, img, h0, w0, k0, chunks):
+        # one tile's loads; nested loops, no division a step: the producer
+        # issues a step in far fewer cycles than the MMAs of a step take
+        for r in range(R):
+            for s in range(S):
+                for ch in range(chunks):
+                    ac.pipeline.producer_acquire(pipe, ps)
+                    ac.pipeline.copy_tensor_im2col(pipe, ps, sa[ps.slot], xmap,
+                                                   (img, h0, w0, ch * bc), (r * DH, s * DW),
+                                                   fence=False)
+                    ac.pipeline.copy_tensor(pipe, ps, sb[ps.slot], wmap, (k0, r * S + s, ch * bc),
+                                            fence=False)
+                    ac.pipeline.producer_commit(pipe, ps)
+                    ps = ac.pipeline.advance(pipe, ps)
+        return ps
+
+    @dev
+    def consume(pipe, st, sm, sb, j, acc, acc1, steps, leader):
+        # one tile's k-loop of a consumer warpgroup whose MMA tiles are
+        # j (and j + 1) of the A ring viewed as 64-row MMA tiles (sm),
+        # ending with its MMAs done and its last slot released
+        prev = st
+        for t in range(steps):
+            ac.pipeline.consumer_wait(pipe, st)
+            acc = ac.wgmma_fence(acc)
+            if MT == 2:
+                acc1 = ac.wgmma_fence(acc1)
+            for kk in range(bc // 16):
+                fd = ac.wgmma_descriptor(sb[st.slot, :, 0, 16 * kk:16 * kk + 16], swizzle=swz)
+                acc = ac.wgmma_mma_async(
+                    acc, ac.wgmma_descriptor(sm[st.slot, j, :, 16 * kk:16 * kk + 16], swizzle=swz),
+                    fd, dtype=dtype, scale_d=(t > 0) or (kk > 0))
+                if MT == 2:
+                    acc1 = ac.wgmma_mma_async(
+                        acc1,
+                        ac.wgmma_descriptor(sm[st.slot, j + 1, :, 16 * kk:16 * kk + 16], swizzle=swz),
+                        fd, dtype=dtype, scale_d=(t > 0) or (kk > 0))
+            ac.wgmma_commit_group()
+            # the MMAs of step t - 1 are done: free their slot
+            acc = ac.wgmma_wait_group(1, acc)
+            if MT == 2:
+                acc1 = ac.wgmma_wait_group(1, acc1)
+            if t > 0 and leader:
+                ac.pipeline.consumer_release(pipe, prev)
+            prev = st
+            st = ac.pipeline.advance(pipe, st)
+        acc = ac.wgmma_wait_group(0, acc)
+        if MT == 2:
+            acc1 = ac.wgmma_wait_group(0, acc1)
+        if leader:
+            ac.pipeline.consumer_release(pipe, prev)
+        return st, acc, acc1
+
+    @dev
+    def store(acc, acc1, out_, m, k0):
+        ac.wgmma_store(acc, out_, m, k0, dtype=out)
+        if MT == 2:
+            ac.wgmma_store(acc1, out_, m + 64, k0, dtype=out)
+
+    # a consumer warpgroup's whole part: its MMA tiles' index j is a constant
+    # in each of the two inlined copies (kernels below), so its A
+    # descriptors are, like the filters', a uniform function of the slot
+    @dev
+    def one_tile(pipe, sm, sb, out_, j, m0, k0, steps, leader):
+        st = ac.pipeline.consumer_start(pipe)
+        _, acc, acc1 = consume(pipe, st, sm, sb, j, ac.wgmma_zero(bn), ac.wgmma_zero(N1), steps,
+                               leader)
+        store(acc, acc1, out_, m0 + TC_BM * j, k0)
+
+    @dev
+    def walk(pipe, sm, sb, out_, j, ntiles, ntn, steps, leader):
+        acc = ac.wgmma_zero(bn)
+        acc1 = ac.wgmma_zero(N1)
+        st = ac.pipeline.consumer_start(pipe)
+        for tile in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
+            mi = np.uint32(tile) // ntn
+            k0 = (np.uint32(tile) - mi * ntn) * bn
+            st, acc, acc1 = consume(pipe, st, sm, sb, j, acc, acc1, steps, leader)
+            # (persistent: the producer is already filling the next tile's slots)
+            store(acc, acc1, out_, mi * BMT + TC_BM * j, k0)
+
     def conv(xmap, wmap, out_, N, P, Q, C):
         dyn = cuda.shared.array(0, storage, alignment=1024)
         sa = _carve(dyn, 0, (stages, BMT, bc))
         sb = _carve(dyn, a_elems, (stages, bn, 1, bc))
+        sm = _carve(dyn, 0, (stages, MTILES, TC_BM, bc))  # sa as the MMAs' 64-row tiles
         bars = cuda.shared.array((2, stages), np.uint64)
         pipe = ac.pipeline.tma_pipeline(bars, stages, consumers=consumers, copies=2)
         ac.pipeline.init(pipe)
         tid = cuda.threadIdx.x
         wg = tid // 128
-        m0 = cuda.blockIdx.x * BMT
+        chunks = np.int32((C + bc - 1) // bc)
+        steps = np.int32(TAPS * chunks)
+        m0 = np.uint32(cuda.blockIdx.x * BMT)
         k0 = cuda.blockIdx.y * bn
-        chunks = (C + bc - 1) // bc
-        steps = TAPS * chunks
         if wg == 0:
             ac.setmaxnreg_dec(PROD)
             if tid < 32:
                 if ac.elect_sync():
-                    n = m0 // (P * Q)
-                    rem = m0 - n * (P * Q)
-                    p = rem // Q
-                    q = rem - p * Q
-                    h0 = p * SH + LO_H
-                    w0 = q * SW + LO_W
+                    img, h0, w0 = origin(m0, np.uint32(P * Q), np.uint32(Q))
                     ac.fence_proxy_tensormap(xmap)
                     ac.fence_proxy_tensormap(wmap)
                     ps = ac.pipeline.producer_start(pipe)
-                    # nested loops, no division a step: the producer issues a
-                    # step in far fewer cycles than the MMAs of a step take
-                    for r in range(R):
-                        for s in range(S):
-                            for ch in range(chunks):
-                                ac.pipeline.producer_acquire(pipe, ps)
-                                ac.pipeline.copy_tensor_im2col(pipe, ps, sa[ps.slot], xmap,
-                                                               (n, h0, w0, ch * bc),
-                                                               (r * DH, s * DW), fence=False)
-                                ac.pipeline.copy_tensor(pipe, ps, sb[ps.slot], wmap,
-                                                        (k0, r * S + s, ch * bc), fence=False)
-                                ac.pipeline.producer_commit(pipe, ps)
-                                ps = ac.pipeline.advance(pipe, ps)
+                    produce(pipe, ps, sa, sb, xmap, wmap, img, h0, w0, k0, chunks)
         else:
             ac.setmaxnreg_inc(CONS)
-            c = wg - 1
             leader = (tid % 128) == 0
-            acc = ac.wgmma_zero(bn)
-            st = ac.pipeline.consumer_start(pipe)
-            prev = st
-            for t in range(steps):
-                ac.pipeline.consumer_wait(pipe, st)
-                acc = ac.wgmma_fence(acc)
-                for kk in range(bc // 16):
-                    acc = ac.wgmma_mma_async(
-                        acc,
-                        ac.wgmma_descriptor(sa[st.slot, 64 * c:64 * c + 64, 16 * kk:16 * kk + 16],
-                                            swizzle=swz),
-                        ac.wgmma_descriptor(sb[st.slot, :, 0, 16 * kk:16 * kk + 16], swizzle=swz),
-                        dtype=dtype, scale_d=(t > 0) or (kk > 0))
-                ac.wgmma_commit_group()
-                # the MMAs of step t - 1 are done: free their slot
-                acc = ac.wgmma_wait_group(1, acc)
-                if t > 0 and leader:
-                    ac.pipeline.consumer_release(pipe, prev)
-                prev = st
-                st = ac.pipeline.advance(pipe, st)
-            acc = ac.wgmma_wait_group(0, acc)
-            if leader:
-                ac.pipeline.consumer_release(pipe, prev)
-            ac.wgmma_store(acc, out_, m0 + 64 * c, k0, dtype=out)
-
-    N1 = bn if MT == 2 else 8  # the second fragment's N (a placeholder with one tile)
+            if consumers == 1 or wg == 1:
+                one_tile(pipe, sm, sb, out_, np.uint32(0), m0, k0, steps, leader)
+            else:
+                one_tile(pipe, sm, sb, out_, np.uint32(MT), m0, k0, steps, leader)
 
     def conv_tiles(xmap, wmap, out_, N, P, Q, C):
         dyn = cuda.shared.array(0, storage, alignment=1024)
         sa = _carve(dyn, 0, (stages, BMT, bc))
         sb = _carve(dyn, a_elems, (stages, bn, 1, bc))
+        sm = _carve(dyn, 0, (stages, MTILES, TC_BM, bc))  # sa as the MMAs' 64-row tiles
         bars = cuda.shared.array((2, stages), np.uint64)
         pipe = ac.pipeline.tma_pipeline(bars, stages, consumers=consumers, copies=2)
         ac.pipeline.init(pipe)
         tid = cuda.threadIdx.x
         wg = tid // 128
-        chunks = (C + bc - 1) // bc
-        steps = TAPS * chunks
-        # tile arithmetic in 32 bits (a tile's first pixel and the tile count
-        # are below 2**31): no 64-bit division a tile
+        # loop counts and tile arithmetic in 32 bits (a tile's first pixel and
+        # the tile count are below 2**31): no 64-bit division or counter
+        chunks = np.int32((C + bc - 1) // bc)
+        steps = np.int32(TAPS * chunks)
         ntn = np.uint32((out_.shape[1] + bn - 1) // bn)
-        ntiles = ((out_.shape[0] + BMT - 1) // BMT) * ntn
+        ntiles = np.int32(((out_.shape[0] + BMT - 1) // BMT) * ntn)
         pq = np.uint32(P * Q)
         q32 = np.uint32(Q)
         if wg == 0:
@@ -358,75 +425,15 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
                     for tile in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
                         mi = np.uint32(tile) // ntn
                         k0 = (np.uint32(tile) - mi * ntn) * bn
-                        m0 = np.uint32(mi * BMT)
-                        n = m0 // pq
-                        rem = m0 - n * pq
-                        p = rem // q32
-                        q = rem - p * q32
-                        h0 = np.int32(p) * SH + LO_H
-                        w0 = np.int32(q) * SW + LO_W
-                        img = np.int32(n)
-                        for r in range(R):
-                            for s in range(S):
-                                for ch in range(chunks):
-                                    ac.pipeline.producer_acquire(pipe, ps)
-                                    ac.pipeline.copy_tensor_im2col(pipe, ps, sa[ps.slot], xmap,
-                                                                   (img, h0, w0, ch * bc),
-                                                                   (r * DH, s * DW), fence=False)
-                                    ac.pipeline.copy_tensor(pipe, ps, sb[ps.slot], wmap,
-                                                            (k0, r * S + s, ch * bc), fence=False)
-                                    ac.pipeline.producer_commit(pipe, ps)
-                                    ps = ac.pipeline.advance(pipe, ps)
+                        img, h0, w0 = origin(np.uint32(mi * BMT), pq, q32)
+                        ps = produce(pipe, ps, sa, sb, xmap, wmap, img, h0, w0, k0, chunks)
         else:
             ac.setmaxnreg_inc(CONS)
-            c = wg - 1
-            row = TC_BM * MT * c
             leader = (tid % 128) == 0
-            acc = ac.wgmma_zero(bn)
-            acc1 = ac.wgmma_zero(N1)
-            st = ac.pipeline.consumer_start(pipe)
-            for tile in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
-                mi = np.uint32(tile) // ntn
-                k0 = (np.uint32(tile) - mi * ntn) * bn
-                prev = st
-                for t in range(steps):
-                    ac.pipeline.consumer_wait(pipe, st)
-                    acc = ac.wgmma_fence(acc)
-                    if MT == 2:
-                        acc1 = ac.wgmma_fence(acc1)
-                    for kk in range(bc // 16):
-                        fd = ac.wgmma_descriptor(sb[st.slot, :, 0, 16 * kk:16 * kk + 16],
-                                                 swizzle=swz)
-                        acc = ac.wgmma_mma_async(
-                            acc,
-                            ac.wgmma_descriptor(sa[st.slot, row:row + 64, 16 * kk:16 * kk + 16],
-                                                swizzle=swz),
-                            fd, dtype=dtype, scale_d=(t > 0) or (kk > 0))
-                        if MT == 2:
-                            acc1 = ac.wgmma_mma_async(
-                                acc1,
-                                ac.wgmma_descriptor(
-                                    sa[st.slot, row + 64:row + 128, 16 * kk:16 * kk + 16],
-                                    swizzle=swz),
-                                fd, dtype=dtype, scale_d=(t > 0) or (kk > 0))
-                    ac.wgmma_commit_group()
-                    # the MMAs of step t - 1 are done: free their slot
-                    acc = ac.wgmma_wait_group(1, acc)
-                    if MT == 2:
-                        acc1 = ac.wgmma_wait_group(1, acc1)
-                    if t > 0 and leader:
-                        ac.pipeline.consumer_release(pipe, prev)
-                    prev = st
-                    st = ac.pipeline.advance(pipe, st)
-                acc = ac.wgmma_wait_group(0, acc)
-                if MT == 2:
-                    acc1 = ac.wgmma_wait_group(0, acc1)
-                if leader:
-                    ac.pipeline.consumer_release(pipe, prev)
-                # (persistent: the producer is already filling the next tile's slots)
-                ac.wgmma_store(acc, out_, mi * BMT + row, k0, dtype=out)
-                if MT == 2:
-                    ac.wgmma_store(acc1, out_, mi * BMT + row + 64, k0, dtype=out)
+            if consumers == 1 or wg == 1:
+                walk(pipe, sm, sb, out_, np.uint32(0), ntiles, ntn, steps, leader)
+            else:
+                walk(pipe, sm, sb, out_, np.uint32(MT), ntiles, ntn, steps, leader)
 
     jit = cuda.jit if ac.sim.ENABLED else cuda.jit(launch_bounds=(threads, ctas))
     fn = conv_tiles if (MT == 2 or persistent) else conv
@@ -520,6 +527,36 @@ def run_tc(conv: ConvTC, xmap, wmap, y2d, N: int, P: int, Q: int, C: int, stream
     grid = grid_tc(conv, N * P * Q, y2d.shape[1]) if blocks is None else (int(blocks),)
     ac.launch(conv.kernel, grid, conv.threads, (xmap, wmap, y2d, N, P, Q, C), shared_mem=conv.smem,
               stream=stream)
+
+
+def bind_tc(conv: ConvTC, xmap, wmap, y2d, N: int, P: int, Q: int, C: int, stream: Any = 0,
+            blocks: int | None = None) -> Callable[[], None]:
+    """A launcher of :func:`run_tc`'s launch whose grid and argument tuple
+    are worked out once: each call is ``ac.launch``'s prepared path alone
+    (a few microseconds of host time), so back-to-back launches of a layer
+    that runs for about as long as :func:`run_tc`'s host work keep the GPU
+    busy.  Keep using the same maps and output.
+
+    Example::
+
+        kern = cv.make_conv2d_tc(3, 3, bn=64, consumers=2, ctas=2, persistent=True)
+        xmap, wmap = cv.maps_tc(x, w.reshape(K, 9, C), kern, (1, 1), (1, 1), (1, 1))
+        go = cv.bind_tc(kern, xmap.device, wmap.device, y2d, N, P, Q, C)
+        for _ in range(10):
+            go()
+    """
+    if blocks is not None and (not conv.persistent or int(blocks) < 1):
+        raise ValueError(f"blocks={blocks!r}: only a persistent kernel takes a block count, at "
+                         "least 1")
+    grid = grid_tc(conv, N * P * Q, y2d.shape[1]) if blocks is None else (int(blocks),)
+    kernel, threads, smem = conv.kernel, conv.threads, conv.smem
+    args = (xmap, wmap, y2d, N, P, Q, C)
+
+    def launch() -> None:
+        ac.launch(kernel, grid, threads, args, shared_mem=smem, stream=stream)
+
+    launch.grid = grid  # type: ignore[attr-defined]
+    return launch
 
 
 def tc_config(M: int, K: int, sms: int = 132) -> tuple[int, int, int, int]:

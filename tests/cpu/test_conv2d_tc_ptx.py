@@ -38,8 +38,9 @@ def test_conv2d_tc_sass_has_im2col_hgmma_no_local_memory_no_c7515(bn, bc, consum
     im2col = len(re.findall(r"cp\.async\.bulk\.tensor\.4d\.shared::cluster\.global\.im2col", ptx))
     tiled = len(re.findall(r"cp\.async\.bulk\.tensor\.3d\.shared::cluster\.global\.tile", ptx))
     assert im2col == tiled >= 1, (im2col, tiled)
+    # (one copy of the k-loop a consumer warpgroup, its MMA tiles' index a constant)
     assert (ptx.count(f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.{dtype}.{dtype}")
-            == mtiles * bc // 16)
+            == consumers * mtiles * bc // 16)
     # the tile walk: one loop over the tiles, gridDim.x apart
     assert ("%nctaid.x" in ptx) == (mtiles == 2 or persistent)
     cubin, log = toolchain.assemble(ptx, verbose=True)
@@ -109,3 +110,74 @@ def test_twin_instantiates_every_candidate_with_the_same_register_split():
             assert re.search(rf"USETMAXREG.TRY_ALLOC.CTAPOOL (UP\d, )?{cons:#x}\b", body[0]), name
             assert body[0].count("HGMMA.64x") >= 4 * mtiles, name
             assert "LDL" not in body[0] and "STL" not in body[0], name
+
+
+def _consumer_k_loops(sass: str) -> list[list[str]]:
+    """The innermost loops of a SASS function that issue HGMMA (the
+    consumers' k-loops, one a warpgroup copy): each loop's instructions
+    (NOPs left out), from its head label to its backward branch."""
+    labels, ins = {}, []
+    for line in sass.splitlines():
+        m = re.match(r"\s*(\.L_x_\d+):", line)
+        if m:
+            labels[m.group(1)] = len(ins)
+            continue
+        m = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(.*?);", line)
+        if m and not m.group(1).startswith("NOP"):
+            ins.append(m.group(1).strip())
+    spans = []
+    for i, s in enumerate(ins):
+        m = re.search(r"BRA .*`\((\.L_x_\d+)\)", s)
+        # a loop's own back edge: predicated, not the retry of an mbarrier
+        # wait (ptxas moves those out of line, branching back into the loop)
+        if (m and labels.get(m.group(1), i + 1) <= i and s.startswith("@")
+                and "TRYWAIT" not in ins[i - 1]):
+            h = labels[m.group(1)]
+            if any("HGMMA" in x for x in ins[h:i + 1]):
+                spans.append((h, i))
+    # innermost: no other HGMMA loop lies inside
+    inner = [(h, e) for h, e in spans
+             if not any((h2, e2) != (h, e) and h <= h2 and e2 <= e for h2, e2 in spans)]
+    return [ins[h:e + 1] for h, e in inner]
+
+
+#: the non-NOP SASS instructions of one k-step of the consumers' k-loop
+#: (ptxas of CUDA 13.0) for each configuration the benchmark sweeps, before
+#: the loop counters, the tile arithmetic and the A descriptors' MMA-tile
+#: index were made 32-bit / constant (2026-12-02: 94, 136, 132, 91, 91, 93,
+#: 157, 91, 91, 93, 93) and now, plus a little slack for other ptxas
+#: releases.  The CUDA C++ twin's (same configurations, nvcc 13.0): 84, 114,
+#: 108, 84, 83, 83, 110, 68.5, 66, 69.5, 68.5.
+K_STEP_LIMITS = {
+    (64, 2, 4, 2, 1, True): 80, (64, 2, 5, 1, 2, True): 136, (64, 1, 4, 2, 2, True): 104,
+    (64, 2, 4, 2, 1, False): 91, (128, 2, 4, 1, 1, False): 90, (128, 2, 4, 1, 1, True): 78,
+    (128, 2, 4, 1, 2, True): 136, (128, 1, 3, 2, 1, False): 70, (64, 1, 4, 2, 1, False): 69,
+    (128, 1, 3, 2, 1, True): 74, (64, 1, 4, 2, 1, True): 73,
+}
+
+
+@pytest.mark.parametrize("cand", sorted(K_STEP_LIMITS))
+def test_conv2d_tc_k_loop_is_32_bit_and_as_short_as_pinned(cand):
+    """The consumers' k-loop of every benchmarked configuration, in SASS:
+    one copy a consumer warpgroup; no 64-bit arithmetic (carry adds, 64-bit
+    compares: the loop counter and the descriptors' addresses are 32-bit);
+    at most :data:`K_STEP_LIMITS` instructions a k-step."""
+    from numba_asynccopy.bench import suites_conv
+
+    assert cand in {c for cs in suites_conv.CANDIDATES.values() for c in cs}
+    bn, consumers, stages, ctas, mtiles, persistent = cand
+    k = cv.make_conv2d_tc(3, 3, (1, 1), (1, 1), (1, 1), bn=bn, bc=64, consumers=consumers,
+                          stages=stages, out="bf16", ctas=ctas, mtiles=mtiles,
+                          persistent=persistent)
+    sig = (types.uint64[::1], types.uint64[::1], types.uint16[:, ::1]) + (types.int64,) * 4
+    ptx = cuda.compile_ptx(k.kernel.py_func, sig, cc=(9, 0, "a"),
+                           launch_bounds=(k.threads, ctas))[0]
+    sass = toolchain.disassemble(toolchain.assemble(ptx)[0])
+    loops = _consumer_k_loops(sass)
+    assert len(loops) == consumers, [len(b) for b in loops]
+    for body in loops:
+        hgmma = sum("HGMMA" in x for x in body)
+        assert hgmma == mtiles * 4, hgmma  # one k-step a trip: 64 channels, 4 k16 MMAs a tile
+        wide = [x for x in body if re.search(r"\.X\b|\.EX\b", x)]
+        assert not wide, wide
+        assert len(body) <= K_STEP_LIMITS[cand], (len(body), K_STEP_LIMITS[cand])

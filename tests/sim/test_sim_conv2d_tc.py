@@ -56,6 +56,30 @@ def test_conv2d_tc_tile_walk_matches_numpy(shape, stride, dtype, bn, consumers, 
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-4 * np.sqrt(R * S * C))
 
 
+@pytest.mark.parametrize("mtiles, blocks", [(1, 2), (2, 1)])
+def test_conv2d_tc_bound_launcher_two_consumers_walk_matches_numpy(mtiles, blocks):
+    # two consumer warpgroups, each its own copy of the k-loop (MMA tiles 0
+    # and mtiles of a slot), walking several tiles through cv.bind_tc
+    N, H, W, C, K, R, S = 2, 9, 8, 16, 32, 3, 3
+    rng = np.random.default_rng(40 + mtiles)
+    xh, xv = inputs(rng, (N, H, W, C), "bf16")
+    wh, wv = inputs(rng, (K, R, S, C), "bf16")
+    kern = cv.make_conv2d_tc(R, S, bn=16, bc=16, consumers=2, stages=2, mtiles=mtiles,
+                             persistent=True)
+    x, w = cuda.to_device(xh), cuda.to_device(wh)
+    xmap, wmap = cv.maps_tc(x, w.reshape(K, R * S, C), kern, (1, 1), (1, 1), (1, 1))
+    y = cuda.device_array((N * H * W, K), np.float32)
+    go = cv.bind_tc(kern, xmap, wmap, y, N, H, W, C, blocks=blocks)
+    assert go.grid == (blocks,)
+    go()
+    ref = cv.reference(xv, wv, (1, 1), (1, 1), (1, 1))
+    np.testing.assert_allclose(y.copy_to_host().reshape(ref.shape), ref, rtol=1e-5,
+                               atol=1e-4 * np.sqrt(R * S * C))
+    with pytest.raises(ValueError, match="only a persistent kernel takes a block count"):
+        cv.bind_tc(cv.make_conv2d_tc(R, S, bn=16, bc=16, consumers=2, stages=2), xmap, wmap, y,
+                   N, H, W, C, blocks=2)
+
+
 def test_conv2d_tc_grid_of_the_tile_walk():
     plain = cv.make_conv2d_tc(3, 3, bn=64, consumers=2, stages=4, ctas=2)
     walk = cv.make_conv2d_tc(3, 3, bn=64, consumers=2, stages=4, ctas=2, persistent=True)
