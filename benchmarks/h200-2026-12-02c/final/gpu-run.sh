@@ -2,8 +2,8 @@
 # The final GPU verification of 2026-12-02, third session (run from the
 # repository root on a machine with an H200; wheels the machine lacks,
 # numpy < 2.5, in .whl/): the demo, the whole GPU suite (the CUDA C++ twins
-# built beside it), then the conv2d suite alone on the GPU.  Logs go to $OUT
-# (default ./gpu-out).  About 250 s.
+# built beside it; TESTS: a part of it), then the conv2d suite alone on the
+# GPU.  Logs go to $OUT (default ./gpu-out).  About 250 s.
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 3
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
@@ -16,7 +16,7 @@ mkdir -p /tmp/tw
     $B/twins_conv.cu > /tmp/tw/twins-build.log 2>&1; echo "twins rc=$? t=$(( $(date +%s) - T0 ))" >> $OUT/info.txt ) &
 BUILD=$!
 timeout 40 python3 -m numba_asynccopy > $OUT/demo.log 2>&1; echo "demo rc=$? t=$(( $(date +%s) - T0 ))" >> $OUT/info.txt
-timeout ${SUITE_S:-190} python3 -m pytest -q -ra -p no:cacheprovider tests/gpu tests/test_plugin_pairs.py -n 14 \
+timeout ${SUITE_S:-190} python3 -m pytest -q -ra -p no:cacheprovider ${TESTS:-tests/gpu tests/test_plugin_pairs.py} -n 14 \
   --timeout 150 --durations=15 > $OUT/gpu-suite.log 2>&1; echo "suite rc=$? t=$(( $(date +%s) - T0 ))" >> $OUT/gpu-suite.log
 wait $BUILD
 cp /tmp/tw/twins-build.log $OUT/ 2>/dev/null
