@@ -152,11 +152,11 @@ def test_stencil_async_checked_mode():
 @pytest.mark.parametrize("checked", [False, True])
 def test_cluster_exchange(variant, cluster, rounds, checked):
     # three clusters; in the simulator one of 8 CTAs (each CTA a block of
-    # Python threads: the others repeat it; clusters of 2 and 4 run three,
+    # Python threads: the others repeat it; clusters of 2 and 4 run two,
     # so a cluster index past 0 is there), and one for the checked twin,
     # over two rounds at most (both buffers and a parity flip: the
     # unchecked run keeps every round count)
-    blocks = (1 if SIM and (cluster == 8 or checked) else 3) * cluster
+    blocks = (1 if SIM and (cluster == 8 or checked) else 2 if SIM else 3) * cluster
     if sim_twin(checked):
         rounds = min(rounds, 2)
     a = rng.uniform(-1, 1, (blocks, ex.TILE)).astype(np.float32)
