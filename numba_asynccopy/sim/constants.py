@@ -228,6 +228,21 @@ _sites: dict = {}  # (intrinsic id, id(code), lasti) -> (code, the run-time argu
 _DIM3 = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 
 
+def _site_call(intrinsic: Any, f) -> tuple:
+    """(the intrinsic's call at frame ``f``'s line, the function's context for
+    :func:`_typed`), the call None where the source cannot be read, the call
+    is not found on its line or it spreads its arguments (``*a``, ``**k``)."""
+    fn = _function(f.f_code)
+    if fn is None:
+        return None, None
+    tree, offset, ctx = fn
+    call = _call_at(tree, f.f_lineno - offset, device_function(intrinsic).__name__)
+    if call is None or any(isinstance(a, ast.Starred) for a in call.args) \
+            or any(k.arg is None for k in call.keywords):
+        return None, ctx
+    return call, ctx
+
+
 def _runtime_params(intrinsic: Any, f) -> tuple:
     """((name, expression) of each argument of the call that is a run-time
     value, or holds one), and what :func:`_typed` reads."""
@@ -235,17 +250,12 @@ def _runtime_params(intrinsic: Any, f) -> tuple:
     hit = _sites.get(key)
     if hit is not None and hit[0] is f.f_code:
         return hit[1], hit[2]
-    names, ctx = (), None
-    fn = _function(f.f_code)
-    if fn is not None:
-        tree, offset, ctx = fn
-        call = _call_at(tree, f.f_lineno - offset, device_function(intrinsic).__name__)
-        if call is not None and not any(isinstance(a, ast.Starred) for a in call.args) \
-                and not any(k.arg is None for k in call.keywords):
-            params = _params(intrinsic)
-            exprs = dict(zip(params, call.args))
-            exprs.update({k.arg: k.value for k in call.keywords})
-            names = tuple((n, e) for n, e in exprs.items() if _is_runtime(e, ctx[0]))
+    names = ()
+    call, ctx = _site_call(intrinsic, f)
+    if call is not None:
+        exprs = dict(zip(_params(intrinsic), call.args))
+        exprs.update({k.arg: k.value for k in call.keywords})
+        names = tuple((n, e) for n, e in exprs.items() if _is_runtime(e, ctx[0]))
     _sites[key] = (f.f_code, names, ctx)
     return names, ctx
 
@@ -360,14 +370,10 @@ def tuple_types(intrinsic: Any, args: tuple, kwargs: dict, f: Any = None) -> dic
     hit = _tuple_sites.get(skey)
     if hit is None or hit[0] is not f.f_code:
         specs = None
-        fn = _function(f.f_code)
-        if fn is not None:
-            tree, offset, ctx = fn
-            call = _call_at(tree, f.f_lineno - offset, device_function(intrinsic).__name__)
-            if call is not None and not any(isinstance(a, ast.Starred) for a in call.args) \
-                    and not any(k.arg is None for k in call.keywords):
-                specs = {i: _spec(e, ctx) for i, e in enumerate(call.args)}
-                specs.update({k.arg: _spec(k.value, ctx) for k in call.keywords})
+        call, ctx = _site_call(intrinsic, f)
+        if call is not None:
+            specs = {i: _spec(e, ctx) for i, e in enumerate(call.args)}
+            specs.update({k.arg: _spec(k.value, ctx) for k in call.keywords})
         hit = _tuple_sites[skey] = (f.f_code, specs)
     specs = hit[1]
     if specs is None:
