@@ -217,9 +217,12 @@ def test_the_mbarrier_rewrites_locate_its_gap():
     port = _ring_loops(sass_loops(idiom_sass("mbarrier")[0]))
     assert sizes["mbarrier_u32_view"][0] <= 52 and sizes["mbarrier_u32_view"][1] <= 66, sizes
     # the slices now lower as chunk_view's views do: the port's producer
-    # loop is the chunk-view rewrite's (85; it was 112), the uint32 one's
-    # the uint32-and-view one's within 5 (52 against 47; it was 82); what
-    # is left is the Python int arithmetic of the port's counters
-    assert port[0] <= sizes["mbarrier_view"][0] <= 90, (port, sizes)
-    assert sizes["mbarrier_u32"][0] <= sizes["mbarrier_u32_view"][0] + 6, sizes
+    # loop is the chunk-view rewrite's (85 and 85 with CUDA 13's ptxas, 87
+    # and 86 with CUDA 12's; it was 112), the uint32 one's the
+    # uint32-and-view one's within 5 (52 against 47; CUDA 12's: 57 against
+    # 47; it was 82); what is left is the Python int arithmetic of the
+    # port's counters
+    assert abs(port[0] - sizes["mbarrier_view"][0]) <= 2 and sizes["mbarrier_view"][0] <= 90, \
+        (port, sizes)
+    assert sizes["mbarrier_u32"][0] <= sizes["mbarrier_u32_view"][0] + 11, sizes
     assert port[0] > sizes["mbarrier_u32"][0] + 25, (port, sizes)
