@@ -138,11 +138,23 @@ def _check_landed_at_exit(blk) -> None:
 def _check_reuse(api: str, name: str, blk, views: list) -> None:
     """A copy into ``views`` (shared) while an earlier copy still writes an
     overlapping region, or a bulk store still reads one: a named error."""
-    live = [e for e in _in_flight(blk)
-            if not e[0].landed and not (e[3] and getattr(e[0], "payloads", None) is not None)]
-    _in_flight(blk)[:] = live
+    ops = _in_flight(blk)
     exts = [_extent(v) for v in views]
-    for op, others, site, reads, other_exts in live:
+    vlo = min((lo for lo, _ in exts), default=0)
+    vhi = max((hi for _, hi in exts), default=0)
+    # one pass: drop what landed, keep the copies whose bytes may meet these
+    live, near = [], []
+    for e in ops:
+        op = e[0]
+        if op.landed or (e[3] and getattr(op, "payloads", None) is not None):
+            continue
+        live.append(e)
+        for olo, ohi in e[4]:
+            if olo < vhi and vlo < ohi:
+                near.append(e)
+                break
+    ops[:] = live
+    for op, others, site, reads, other_exts in near:
         for v, (lo, hi) in zip(views, exts):
             for o, (olo, ohi) in zip(others, other_exts):
                 if lo >= ohi or olo >= hi:
@@ -170,9 +182,9 @@ def cp_async(dst, src, chunk_bytes, *, cache=None, prefetch=None, src_size=None,
         _dev_cp_async, dst, src, chunk_bytes, cache=cache, prefetch=prefetch,
         src_size=src_size, ignore_src=ignore_src, pred=pred, cache_policy=cache_policy,
         scope=scope)
-    tys = [rt.numba_type(x) for x in (d, s, chunk)] + [
-        rt.numba_type(kw[k]) for k in ("cache", "prefetch", "src_size", "ignore_src", "pred",
-                                       "cache_policy", "scope")]
+    targs, tkw = rt.last_types()  # the types validate typed (typeof of an array is not free)
+    tys = list(targs) + [tkw[k] for k in ("cache", "prefetch", "src_size", "ignore_src", "pred",
+                                          "cache_policy", "scope")]
     o = validate_cp_async(*tys)
     if o.pred == "never":
         return
