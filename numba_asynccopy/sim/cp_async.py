@@ -97,19 +97,52 @@ class Groups:
 class InFlight:
     """A block's slot: the shared-memory writes (and bulk reads) of copies
     not landed yet, (op, views, site, reads, the views' extents): the
-    extents are computed once, at issue, not at every later copy's check."""
+    extents are computed once, at issue, not at every later copy's check.
+    ``pages`` indexes them by the 256-byte pages their extents touch, so a
+    new copy's check reads only the copies near its bytes; ``seq`` keeps
+    their issue order (the first one in it is the one an error names)."""
 
     def __init__(self, blk):
         self.ops: list = []
+        self.pages: dict = {}
+        self.seq: dict = {}
+        self.count = 0
+        self.pruned_at = 0
+
+
+_PAGE = 8  # log2 of the index's page: 256 bytes of shared memory
 
 
 def _in_flight(blk) -> list:
     return blk.slot(InFlight).ops
 
 
+def _gone(e) -> bool:
+    """The copy landed (a write), or a bulk store has read its source."""
+    op = e[0]
+    return op.landed or (e[3] and getattr(op, "payloads", None) is not None)
+
+
+def _pages(lo: int, hi: int) -> range:
+    return range(lo >> _PAGE, ((hi - 1) >> _PAGE) + 1) if hi > lo else range(0)
+
+
 def _track(blk, op, views: list, site: str, reads: bool = False) -> None:
     """Record that ``op`` writes (``reads``: reads) the shared ``views`` until it lands."""
-    _in_flight(blk).append((op, views, site, reads, [_extent(v) for v in views]))
+    slot = blk.slot(InFlight)
+    e = (op, views, site, reads, [_extent(v) for v in views])
+    slot.count += 1
+    slot.seq[id(e)] = slot.count
+    slot.ops.append(e)
+    for lo, hi in e[4]:
+        for pg in _pages(lo, hi):
+            slot.pages.setdefault(pg, []).append(e)
+    if len(slot.ops) > 2 * slot.pruned_at + 256:
+        # now and then, not at every copy: what is left is about what is in flight
+        live = [x for x in slot.ops if not _gone(x)]
+        slot.seq = {id(x): slot.seq[id(x)] for x in live}
+        slot.ops = live
+        slot.pruned_at = len(live)
 
 
 @rt.EVENTS.on("block_exit")
@@ -138,22 +171,21 @@ def _check_landed_at_exit(blk) -> None:
 def _check_reuse(api: str, name: str, blk, views: list) -> None:
     """A copy into ``views`` (shared) while an earlier copy still writes an
     overlapping region, or a bulk store still reads one: a named error."""
-    ops = _in_flight(blk)
+    slot = blk.slot(InFlight)
     exts = [_extent(v) for v in views]
-    vlo = min((lo for lo, _ in exts), default=0)
-    vhi = max((hi for _, hi in exts), default=0)
-    # one pass: drop what landed, keep the copies whose bytes may meet these
-    live, near = [], []
-    for e in ops:
-        op = e[0]
-        if op.landed or (e[3] and getattr(op, "payloads", None) is not None):
-            continue
-        live.append(e)
-        for olo, ohi in e[4]:
-            if olo < vhi and vlo < ohi:
-                near.append(e)
-                break
-    ops[:] = live
+    # the copies in flight whose extents share a page with these bytes
+    found: dict = {}
+    for lo, hi in exts:
+        for pg in _pages(lo, hi):
+            lst = slot.pages.get(pg)
+            if not lst:
+                continue
+            keep = [e for e in lst if not _gone(e)]
+            if len(keep) != len(lst):
+                slot.pages[pg] = keep
+            for e in keep:
+                found[id(e)] = e
+    near = sorted(found.values(), key=lambda e: slot.seq.get(id(e), 0))
     for op, others, site, reads, other_exts in near:
         for v, (lo, hi) in zip(views, exts):
             for o, (olo, ohi) in zip(others, other_exts):
