@@ -263,7 +263,7 @@ def _mma_combine(kind: str):
          "agreement to about k * 2**-23 of sum|a*b|).")
 def mma_sync(a, b, c, dtype, shape=None):
     (a, b, c, kind, _), _ = rt.validate(_dev.mma_sync, a, b, c, dtype, shape)
-    _, opcode = _dev.validate_mma_sync(*(rt.numba_type(v) for v in (a, b, c, kind, shape)))
+    _, opcode = _dev.validate_mma_sync(*rt.last_types()[0])  # the types validate typed
     return _meet("mma_sync", opcode, (a, b, c), _mma_combine(kind))
 
 
