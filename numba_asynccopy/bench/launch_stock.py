@@ -10,9 +10,10 @@ launch before each batch, and prints one JSON line: per-launch times (ms)
 of every batch, the host's own time per launch in each batch (from the
 first launch call to the return of the last, before the stop event: what
 the launches cost the CPU, whatever the GPU does meanwhile), whether the
-package was imported, and whether numba-cuda's ``_Kernel.launch`` was
-hooked.  Before timing, the process launches for ``--warmup-s`` seconds
-(at least ``--warmup`` launches): a process that starts on an idle GPU
+package was imported, whether numba-cuda's ``_Kernel.launch`` was
+hooked, and the CPU it ended on (``--cpu N`` pins it there first).
+Before timing, the process launches for ``--warmup-s`` seconds (at
+least ``--warmup`` launches): a process that starts on an idle GPU
 times its first batches at the GPU's idle clock otherwise.  The benchmark
 runs the two kinds of process alternately and compares their medians.
 
@@ -31,8 +32,19 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
+
+
+def _this_cpu() -> int:
+    """The CPU this thread runs on now (glibc's sched_getcpu; -1 without it)."""
+    import ctypes
+
+    try:
+        return int(ctypes.CDLL(None).sched_getcpu())
+    except (OSError, AttributeError):
+        return -1
 
 
 BATCH = 64  # launches between the two events of a timed batch
@@ -95,7 +107,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="and untimed launches for at least this many seconds")
     p.add_argument("--path", default=None, help="a folder to put first on sys.path (both kinds)")
     p.add_argument("--import-package", action="store_true", help="import numba_asynccopy first")
+    p.add_argument("--cpu", type=int, default=None,
+                   help="run on this CPU alone (os.sched_setaffinity), before any import")
     args = p.parse_args(argv)
+    if args.cpu is not None:
+        # both kinds on one CPU: the scheduler's choice of core (a NUMA node
+        # near the GPU or the other one) moves a launch by more than the
+        # package could
+        os.sched_setaffinity(0, {args.cpu})
     if args.path:
         sys.path.insert(0, args.path)
     if args.import_package:
@@ -132,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         "warmup_launches": done,
         "imported": "numba_asynccopy" in sys.modules,
         "hooked": hasattr(dispatcher._Kernel.launch, "__wrapped__"),
+        "cpu": _this_cpu(),
     }))
     return 0
 

@@ -95,6 +95,8 @@ def launch_rows(blocks: int) -> tuple[dict[str, tuple[str, Callable[[], None]]],
     ``check(key) -> description`` that runs one launch on poisoned output
     and compares it with ``a + b`` (raises AssertionError).  The torch row
     is left out where torch (with CUDA) is not installed."""
+    import types as types_
+
     import numpy as np
 
     import numba_asynccopy as ac
@@ -116,6 +118,22 @@ def launch_rows(blocks: int) -> tuple[dict[str, tuple[str, Callable[[], None]]],
         "numba_launch_cluster": (f"ac.launch(vadd, ..., cluster={CLUSTER})",
                                  lambda: ac.launch(k, blocks, 128, args, cluster=CLUSTER)),
     }
+    # the same launch without the package's hook, in this process: a second
+    # compile of vadd whose kernel object launches with numba-cuda's own
+    # _Kernel.launch (an instance attribute, found before the class's hook);
+    # timed in alternation with numba_launch_plain, it prices the hook alone,
+    # free of the process-to-process spread of the fresh-process rows
+    try:
+        from ..host import _numba_internals as nb_
+
+        k_own = cuda.jit(VADD_SIGNATURE)(vadd)
+        own = nb_.kernel_for_args(k_own, args)
+        own.launch = types_.MethodType(nb_.original_launch(), own)
+        rows["numba_launch_unhooked"] = (
+            f"Numba's own launch, vadd[{blocks}, 128](a, b, out), numba-cuda's _Kernel.launch "
+            "(the package's hook bypassed)", lambda: k_own[blocks, 128](a, b, out))
+    except Exception as e:  # reported by the caller as the row's error
+        rows["numba_launch_unhooked"] = (f"unhooked launch: {type(e).__name__}: {e}", None)
     # the bare launcher: cuda.core's launch of the same compiled kernel with
     # Numba's parameters marshalled once (no dispatch, no marshalling, no
     # LaunchConfig per launch): the floor for any Python launch path
@@ -174,16 +192,57 @@ PROCESS_ROWS = {
 }
 
 
-def stock_vs_imported(blocks: int, reps: int, rounds: int = 3,
-                      processes: list[dict] | None = None) -> dict[str, list[float]]:
+def launch_cpu() -> int | None:
+    """The CPU the fresh-process rows run on: the last CPU near the current
+    GPU (its PCI device's ``local_cpulist`` in sysfs) that this process may
+    use, else the last one it may use; None where the platform cannot pin.
+
+    Example::
+
+        cpu = launch_cpu()   # e.g. 0 on a host whose GPU hangs off node 0
+    """
+    import os
+    from pathlib import Path
+
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    allowed = sorted(os.sched_getaffinity(0))
+    try:
+        dev = cuda.get_current_device()
+        bus = f"{dev.PCI_DOMAIN_ID:04x}:{dev.PCI_BUS_ID:02x}:{dev.PCI_DEVICE_ID:02x}.0"
+        near = _cpulist(Path(f"/sys/bus/pci/devices/{bus}/local_cpulist").read_text())
+        mine = [c for c in near if c in allowed]
+        if mine:
+            return mine[-1]  # the last: CPU 0 takes the host's housekeeping
+    except Exception:  # no sysfs entry (a VM, another OS): any one CPU, the same for both kinds
+        pass
+    return allowed[-1]
+
+
+def _cpulist(text: str) -> list[int]:
+    """``"0-3,8,10-11"`` (a sysfs CPU list) -> ``[0, 1, 2, 3, 8, 10, 11]``."""
+    cpus: list[int] = []
+    for part in text.strip().split(","):
+        if part:
+            lo, _, hi = part.partition("-")
+            cpus += range(int(lo), int(hi or lo) + 1)
+    return cpus
+
+
+def stock_vs_imported(blocks: int, reps: int, rounds: int = 4,
+                      processes: list[dict] | None = None,
+                      cpu: int | None = -1) -> dict[str, list[float]]:
     """Per-launch times (ms) of ``vadd[blocks, 128]`` in fresh processes
     (``launch_stock.py``), one that never imports the package and one that
     imports it first, run alternately ``rounds`` times each: key of
     :data:`PROCESS_ROWS` -> every batch's time.  ``processes``, when given,
     gets one summary per process in the order they ran (``key``, median and
-    best batch, median host time per launch, all in ms).  Raises
-    RuntimeError when a process fails or was not what it claims (imported,
-    hooked)."""
+    best batch, median host time per launch, all in ms, and its CPU).
+    Every process runs on the one CPU ``cpu`` (default -1:
+    :func:`launch_cpu`; None: wherever the scheduler puts it): a process's
+    launch time depends on its core by more than the package's hook costs.
+    Raises RuntimeError when a process fails or was not what it claims
+    (imported, hooked)."""
     import json
     import subprocess
     from pathlib import Path
@@ -191,10 +250,13 @@ def stock_vs_imported(blocks: int, reps: int, rounds: int = 3,
     script = Path(__file__).with_name("launch_stock.py")
     root = str(Path(__file__).resolve().parents[2])
     out: dict[str, list[float]] = {k: [] for k in PROCESS_ROWS}
+    if cpu == -1:
+        cpu = launch_cpu()
+    pin = [] if cpu is None else ["--cpu", str(cpu)]
     for _ in range(rounds):
         for key, (_, imported) in PROCESS_ROWS.items():
             cmd = [sys.executable, "-P", str(script), "--blocks", str(blocks), "--reps", str(reps),
-                   "--path", root] + (["--import-package"] if imported else [])
+                   "--path", root, *pin] + (["--import-package"] if imported else [])
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
             lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
             if proc.returncode or not lines:
@@ -208,7 +270,8 @@ def stock_vs_imported(blocks: int, reps: int, rounds: int = 3,
             if processes is not None:
                 processes.append({"key": key, "median_ms": statistics.median(res["times_ms"]),
                                   "best_ms": min(res["times_ms"]),
-                                  "host_median_ms": statistics.median(res["host_ms"])})
+                                  "host_median_ms": statistics.median(res["host_ms"]),
+                                  "cpu": res.get("cpu")})
     return out
 
 

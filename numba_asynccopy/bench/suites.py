@@ -538,7 +538,7 @@ def record_launch_rows(r: Recorder, blocks: int, cluster: int) -> None:
     from .launchprof import PROCESS_ROWS, launch_rows, stock_vs_imported
 
     keys = ("numba_launch_plain", "ac_launch_plain", "numba_launch_cluster", "torch_launch_add",
-            "core_launch_bare", *PROCESS_ROWS)
+            "core_launch_bare", "numba_launch_unhooked", *PROCESS_ROWS)
     try:
         rows, check_sum = launch_rows(blocks)
         lconf = {"blocks": blocks, "block": 128, "elements": blocks * 128, "cluster": cluster}
@@ -560,9 +560,10 @@ def record_launch_rows(r: Recorder, blocks: int, cluster: int) -> None:
         for key, (label, imported) in PROCESS_ROWS.items():
             mine = [p for p in each if p["key"] == key]
             r.record_times(key, label, "numba", "ms", 0.0, procs[key],
-                           check="vadd's sums checked in each of 3 processes; imported="
+                           check=f"vadd's sums checked in each of {len(mine)} processes; imported="
                                  f"{imported}, _Kernel.launch hooked={imported}",
                            config={**lconf, "processes": len(mine),
+                                   "cpu": sorted({p["cpu"] for p in mine if p["cpu"] is not None}),
                                    "process_median_ms": [p["median_ms"] for p in mine],
                                    "process_host_ms": [p["host_median_ms"] for p in mine]})
     except Exception as e:
@@ -661,7 +662,8 @@ def suite_keys(name: str, quick: bool) -> list[str]:
     if name == "cluster":
         return ["numba_cluster_dsmem", "numba_cluster_global", "dsmem_ceiling", "twin_cluster_dsmem",
                 "numba_launch_plain", "ac_launch_plain", "numba_launch_cluster", "torch_launch_add",
-                "core_launch_bare", "numba_launch_stock", "numba_launch_imported"]
+                "core_launch_bare", "numba_launch_unhooked", "numba_launch_stock",
+                "numba_launch_imported"]
     return []
 
 

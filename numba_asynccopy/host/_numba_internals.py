@@ -258,6 +258,11 @@ def mark_plain(kernel: Any) -> None:
     setattr(kernel, PLAIN_ATTR, True)
 
 
+def original_launch() -> Callable:
+    """numba-cuda's own ``_Kernel.launch`` (the one the hook wraps)."""
+    return _original_launch if _original_launch is not None else _dispatcher._Kernel.launch
+
+
 def launch_hook_installed() -> bool:
     return _hook is not None and _dispatcher._Kernel.launch is _hook
 

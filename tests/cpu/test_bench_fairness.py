@@ -186,7 +186,7 @@ def test_launch_rows_are_timed_in_alternation_in_a_new_order_each_turn(tmp_path,
 
     calls = []
     keys = ["numba_launch_plain", "ac_launch_plain", "numba_launch_cluster", "torch_launch_add",
-            "core_launch_bare"]
+            "core_launch_bare", "numba_launch_unhooked"]
     rows = {k: (f"label {k}", lambda k=k: calls.append(k)) for k in keys}
     monkeypatch.setattr(launchprof, "launch_rows", lambda blocks: (rows, lambda k: f"checked {k}"))
     monkeypatch.setattr(launchprof, "stock_vs_imported",
@@ -200,7 +200,7 @@ def test_launch_rows_are_timed_in_alternation_in_a_new_order_each_turn(tmp_path,
     monkeypatch.setattr(devutil, "bench_alternating", fake)
     r = suites.Recorder(tmp_path / "x.json", True, time.monotonic() + 60, None)
     suites.record_launch_rows(r, 528, 2)
-    assert seen == {"n": 5, "rounds": 3, "shuffle": True}
+    assert seen == {"n": 6, "rounds": 3, "shuffle": True}
     for i, k in enumerate(keys):
         m = r.results[k]
         assert m.status == "ok" and m.check == f"checked {k}", (k, m.status)

@@ -118,13 +118,20 @@ def test_the_benchmark_compares_import_cost_and_the_bare_launcher():
     from numba_asynccopy.bench.suites import Measurement
 
     keys = suites.suite_keys("cluster", quick=True)
-    assert keys[-3:] == ["core_launch_bare", "numba_launch_stock", "numba_launch_imported"]
+    assert keys[-4:] == ["core_launch_bare", "numba_launch_unhooked", "numba_launch_stock",
+                         "numba_launch_imported"]
     ms = {"numba_launch_plain": 0.0346, "ac_launch_plain": 0.0110, "torch_launch_add": 0.0082,
-          "core_launch_bare": 0.0050, "numba_launch_stock": 0.0300, "numba_launch_imported": 0.0315}
+          "core_launch_bare": 0.0050, "numba_launch_unhooked": 0.0333,
+          "numba_launch_stock": 0.0300, "numba_launch_imported": 0.0315}
     res = {k: Measurement(k, k, "numba", "ms", ms=v, figure=0.0) for k, v in ms.items()}
     rows = {(r.subject, r.peer): r for r in report.build_rows(res, report.comparisons(quick=True))}
+    # the hook's price: one process, the same launch with and without it
+    hook = rows[("numba_launch_plain", "numba_launch_unhooked")]
+    assert hook.ratio == pytest.approx(0.0346 / 0.0333) and hook.target == "<= 1.03"
+    assert hook.verdict == "MISSED"
+    # fresh processes: information (processes alone differ by more than 3%)
     imp = rows[("numba_launch_imported", "numba_launch_stock")]
-    assert imp.ratio == pytest.approx(1.05) and imp.target == "<= 1.03" and imp.verdict == "MISSED"
+    assert imp.ratio == pytest.approx(1.05) and imp.verdict == "info"
     bare = rows[("ac_launch_plain", "core_launch_bare")]
     assert bare.verdict == "info" and bare.ratio == pytest.approx(2.2)
     assert rows[("torch_launch_add", "core_launch_bare")].verdict == "info"
@@ -153,12 +160,60 @@ def test_the_process_rows_keep_each_process_and_its_host_time(monkeypatch):
 
     monkeypatch.setattr(subprocess, "run", run)
     each = []
-    out = launchprof.stock_vs_imported(528, 3, processes=each)
+    out = launchprof.stock_vs_imported(528, 3, rounds=3, processes=each, cpu=None)
     assert ran == [False, True] * 3
     assert [p["key"] for p in each] == ["numba_launch_stock", "numba_launch_imported"] * 3
     assert each[3]["median_ms"] == pytest.approx(0.042) and each[3]["best_ms"] == pytest.approx(0.040)
     assert all(p["host_median_ms"] == pytest.approx(0.026) for p in each)
     assert len(out["numba_launch_imported"]) == 9
+
+
+def test_the_process_rows_run_every_process_on_one_cpu(monkeypatch):
+    """Both kinds of process run pinned to the same CPU (``--cpu``), four
+    rounds by default; ``cpu=None`` leaves the placement to the scheduler."""
+    import json
+    import subprocess
+    from types import SimpleNamespace
+
+    from numba_asynccopy.bench import launchprof
+
+    cmds = []
+
+    def run(cmd, **kw):
+        cmds.append(cmd)
+        imported = "--import-package" in cmd
+        return SimpleNamespace(returncode=0, stderr="", stdout=json.dumps({
+            "times_ms": [0.03], "host_ms": [0.02], "imported": imported, "hooked": imported,
+            "cpu": 5}) + "\n")
+
+    monkeypatch.setattr(subprocess, "run", run)
+    each = []
+    launchprof.stock_vs_imported(528, 3, processes=each, cpu=5)
+    assert len(cmds) == 8
+    assert all(c[c.index("--cpu") + 1] == "5" for c in cmds)
+    assert [p["cpu"] for p in each] == [5] * 8
+    cmds.clear()
+    launchprof.stock_vs_imported(528, 3, rounds=1, cpu=None)
+    assert len(cmds) == 2 and not any("--cpu" in c for c in cmds)
+
+
+def test_a_sysfs_cpu_list_is_read_as_linux_writes_it():
+    from numba_asynccopy.bench.launchprof import _cpulist
+
+    assert _cpulist("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
+    assert _cpulist("7") == [7]
+
+
+def test_the_stock_script_pins_itself_before_it_imports_numba(tmp_path):
+    # --cpu is honoured in the script itself (so the stock process stays free
+    # of the package): the affinity call comes before numba's import
+    from pathlib import Path
+
+    from numba_asynccopy.bench import launchprof
+
+    src = Path(launchprof.__file__).with_name("launch_stock.py").read_text()
+    main = src[src.index("def main("):]
+    assert main.index("os.sched_setaffinity(0, {args.cpu})") < main.index("import numpy as np")
 
 
 
