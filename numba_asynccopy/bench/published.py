@@ -32,6 +32,10 @@ ROOT = Path(__file__).resolve().parents[2]
 #: results files (repository paths), newest first: a row comes from the
 #: first file that measured both its sides
 RESULTS: tuple[str, ...] = (
+    "benchmarks/h200-2026-12-02d/launch/cluster-results.json",
+    "benchmarks/h200-2026-12-02d/conv2d/conv2d-results.json",
+    "benchmarks/h200-2026-12-02d/perf/results-2.json",
+    "benchmarks/h200-2026-12-02d/final/conv2d-results.json",
     "benchmarks/h200-2026-12-02b/final/conv2d-results.json",
     "benchmarks/h200-2026-12-02b/conv2d/run2-results.json",
     "benchmarks/h200-2026-12-02b/hgemm/results.json",
@@ -60,8 +64,8 @@ HEADLINE: tuple[tuple[str, str, str, str], ...] = (
      "5-point stencil, plain Numba"),
     ("cluster exchange", "numba_cluster_dsmem", "twin_cluster_dsmem", "cluster exchange via DSMEM, CUDA C++"),
     ("launch, ac.launch", "ac_launch_plain", "torch_launch_add", "torch.add, 67584 float32"),
-    ("launch, Numba's own after import numba_asynccopy", "numba_launch_imported", "numba_launch_stock",
-     "the same, stock numba-cuda process"),
+    ("launch, Numba's own through the package's hook", "numba_launch_plain", "numba_launch_unhooked",
+     "the same launch, numba-cuda's own _Kernel.launch"),
     ("bf16 GEMM 8192^3 (wgmma)", "numba_hgemm_bf16_8192", "cublas_hgemm_bf16_8192", "cuBLAS bf16 (torch.matmul)"),
     ("fp16 GEMM 8192^3 (wgmma)", "numba_hgemm_f16_8192", "cublas_hgemm_f16_8192", "cuBLAS fp16 (torch.matmul)"),
     ("bf16 GEMM 4096^3 (wgmma)", "numba_hgemm_bf16_4096", "cublas_hgemm_bf16_4096", "cuBLAS bf16 (torch.matmul)"),
@@ -277,7 +281,9 @@ MISSES = """\
   would need about 1.5x the DSMEM rate those copies reach.
 - A plain Numba launch after `import numba_asynccopy`, timed in its own
   process beside stock numba-cuda in another
-  ({ratio:numba_launch_imported/numba_launch_stock}x against 1.03): see "Launch" below.
+  ({ratio:numba_launch_imported/numba_launch_stock}x, information): fresh processes differ from one
+  another by more than 3% whatever they import; the hook's own price is the
+  in-process row ({ratio:numba_launch_plain/numba_launch_unhooked}x against 1.03).  See "Launch" below.
 """
 
 
@@ -381,9 +387,11 @@ def facts_ab_table() -> str:
             f"0.005 or more): {', '.join(gains) or 'nothing'} up; {', '.join(losses) or 'nothing'} down.")
 
 
-#: the launch diagnosis (``benchmarks/h200-2026-12-02b/perf/launch_diag.py``):
-#: one JSON line per fresh process
-LAUNCH_DIAG = "benchmarks/h200-2026-12-02b/perf/launch-diag.jsonl"
+#: the launch diagnosis (``benchmarks/h200-2026-12-02d/launch/launch_pin.py``,
+#: which runs ``benchmarks/h200-2026-12-02b/perf/launch_diag.py``'s processes
+#: where the scheduler puts them and pinned to one CPU): one JSON line per
+#: fresh process, then one summary line per (placement, kind)
+LAUNCH_DIAG = "benchmarks/h200-2026-12-02d/launch/launch-pin.jsonl"
 
 #: docs/benchmarks.md, "Launch": the launch rows of the newest run, then the
 #: diagnosis (:func:`launch_diag_table`)
@@ -391,48 +399,55 @@ LAUNCH = """\
 `ac.launch` stays under its 1.5x of `torch.add`
 ({ratio:ac_launch_plain/torch_launch_add}x; {figure:ac_launch_plain/torch_launch_add} against
 {peer:ac_launch_plain/torch_launch_add}); the bare cuda.core launcher
-({peer:ac_launch_plain/core_launch_bare}) is the floor both sit above.  The row "Numba's own
-after import numba_asynccopy" times `vadd[528, 128](a, b, out)` in fresh
-processes (`bench/launch_stock.py`, three of each kind, alternated, each
-launching for 0.5 s before it times): {figure:numba_launch_imported/numba_launch_stock} after the import against
-{peer:numba_launch_imported/numba_launch_stock} stock, {ratio:numba_launch_imported/numba_launch_stock}x against 1.03.
+({peer:ac_launch_plain/core_launch_bare}) is the floor both sit above.
 
-The first run's miss (42.6 us against 27.8 us) is not the hook.  A
-process's launches run at one of two speeds, about 28 us and 42-53 us,
-and the slow speed is not the package's: in the diagnosis below
-(`launch_diag.py`: stock processes, processes after the import, and
-processes after the import with numba-cuda's own `_Kernel.launch` put
-back, alternated) a stock process and an unhooked one were slow
-throughout; the host's own time per launch equals the events' time (the
-CPU is the bound, not the GPU, whose SM clock read 1980 MHz throughout);
-a slow process's cProfile is the same calls as a fast one's, each
-slower.  The hook adds one Python call a launch (cProfile: 2000 calls
-more for 2000 launches) and nothing else: a fast imported process and a
-fast unhooked one of the same round differ by 0.2 us.  Both imported
-processes were slow right after their first launches (cold), one of them
-fast after 0.5 s of launching; with two processes a kind that is a hint,
-not a finding.  In the benchmark's run one imported process of three was
-slow (per-process medians in the row's `config`), and so was the
-benchmark's own process, where Numba's launch took {figure:numba_launch_plain/torch_launch_add}: its
-in-process launch rows are all slower than the first run's, their ratios
-are what compares.
+What the package's launch hook costs a plain Numba launch is measured in
+one process: `vadd[528, 128](a, b, out)` through the hook, alternated
+batch by batch (a new order each turn, three rounds) with the same launch
+of a second compile of `vadd` whose kernel object calls numba-cuda's own
+`_Kernel.launch` (an instance attribute, found before the class's hook):
+{figure:numba_launch_plain/numba_launch_unhooked} against {peer:numba_launch_plain/numba_launch_unhooked}, {ratio:numba_launch_plain/numba_launch_unhooked}x against 1.03.  The hook is one
+Python call a launch: a plain kernel launched without dynamic shared
+memory reads one attribute and goes on to numba-cuda's launch.
+
+The row "Numba's own after import numba_asynccopy" times the same launch
+in fresh processes (`bench/launch_stock.py`, four of each kind,
+alternated, all pinned to one CPU near the GPU, each launching for 0.5 s
+before it times): {figure:numba_launch_imported/numba_launch_stock} after the import against
+{peer:numba_launch_imported/numba_launch_stock} stock, {ratio:numba_launch_imported/numba_launch_stock}x.  It is information, not a target:
+fresh processes cannot resolve 3%.  A process's launches run at one of two
+speeds, about 24-28 us or 31-82 us, whatever it imported, and pinning it
+to one CPU does not remove the slow speed.  In the diagnosis below (three
+rounds of a stock process, one after the import, and one after the import
+with numba-cuda's own `_Kernel.launch` put back, each where the scheduler
+put it, pinned to CPU 0, and pinned to CPU 15) four of nine stock
+processes and two of nine unhooked ones ran at the slow speed, no imported
+one did.  Among the processes of a round and placement that ran fast, the
+imported one was 0.5 us slower than the unhooked one (median of seven
+pairs, -1.1 to +3.6 us): the hook's one call, which the in-process row
+measures without the processes' spread.
 """
 
 
 def launch_diag_table() -> str:
     """The launch diagnosis: each fresh process's median time per launch
     (events and host), cold (after 50 launches) and warm (after 0.5 s more),
-    in the order the processes ran; then :data:`LAUNCH` filled in."""
-    lines = ["| process | round | cold: events / host (us) | warm: events / host (us) | hooked |",
-             "|---|---|---|---|---|"]
+    in the order the processes ran, with the CPU it ran on; after
+    :data:`LAUNCH` filled in."""
+    lines = ["| process | round | CPU | cold: events / host (us) | warm: events / host (us) | hooked |",
+             "|---|---|---|---|---|---|"]
     for line in (ROOT / LAUNCH_DIAG).read_text().splitlines():
         if not line.startswith("{"):
             continue
         d = json.loads(line)
+        if d.get("summary"):
+            continue
+        where = "free" if d.get("pinned") is None else f"pinned to {d['pinned']}"
         if "error" in d:
-            lines.append(f"| {d['kind']} | - | error | error | - |")
+            lines.append(f"| {d['kind']} | - | {where} | error | error | - |")
             continue
         c, w = d["cold"], d["warm"]
-        lines.append(f"| {d['kind']} | {d['round']} | {c['event_median']:.1f} / {c['host_median']:.1f} | "
+        lines.append(f"| {d['kind']} | {d['round']} | {where} (ran on {d['cpu_start']}) | "
+                     f"{c['event_median']:.1f} / {c['host_median']:.1f} | "
                      f"{w['event_median']:.1f} / {w['host_median']:.1f} | {d['hooked']} |")
     return fill(LAUNCH) + "\n" + "\n".join(lines)
