@@ -23,6 +23,7 @@ import linecache
 import os
 import re
 import sys
+import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,6 +148,7 @@ def run_file(path: Path, gpu: bool) -> list[dict]:
         kind = b.kind
         if kind == "fragment" or (kind == "gpu-only" and not gpu):
             continue
+        t0 = time.perf_counter()
         try:
             # in linecache, as a notebook cell is: the simulator reads a
             # kernel's source (cluster_dims) before its launch
@@ -156,6 +158,7 @@ def run_file(path: Path, gpu: bool) -> list[dict]:
             results.append({"block": b.name, "kind": kind, "error": None})
         except BaseException:  # report the block's own traceback to the test
             results.append({"block": b.name, "kind": kind, "error": traceback.format_exc()})
+        results[-1]["seconds"] = round(time.perf_counter() - t0, 2)
     return results
 
 

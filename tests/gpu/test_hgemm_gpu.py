@@ -11,7 +11,7 @@ from numba import cuda
 
 from numba_asynccopy.examples import hgemm
 
-from ..conftest import skip_on_sim
+from ..conftest import SIM, skip_on_sim
 
 pytestmark = pytest.mark.gpu
 rng = np.random.default_rng()
@@ -67,9 +67,14 @@ def test_hgemm_matches_numpy(M, N, K, bn, dtype):
     check_f32(M, N, K, dtype, bn=bn)
 
 
+#: K of the converted-output tests: one k-tile in the simulator (the store is
+#: what they test; the f32 tests walk several k-tiles there), two on the GPU
+CONVERTED_K = 64 if SIM else 128
+
+
 @pytest.mark.parametrize("out", ["bf16", "float16"])
 def test_hgemm_converted_output(out):
-    check_converted(192, 200, 128, out, bn=128)
+    check_converted(192, 200, CONVERTED_K, out, bn=128)
 
 
 @pytest.mark.parametrize("M,N,K,blocks", [(128, 256, 64, None),
@@ -87,7 +92,7 @@ def test_hgemm_persistent_matches_numpy(M, N, K, blocks, bn, dtype):
 @pytest.mark.parametrize("M,N", [pytest.param(512, 512, marks=LARGE), (200, 264)])
 def test_hgemm_persistent_converted_output(out, M, N):
     # 16-bit stores: the paired fast path (whole 64 x 256 blocks) and the masked edges
-    check_converted(M, N, 128, out, 2, bn=256, persistent=True)
+    check_converted(M, N, CONVERTED_K, out, 2, bn=256, persistent=True)
 
 
 def test_hgemm_store_into_a_strided_view_takes_the_masked_path():
