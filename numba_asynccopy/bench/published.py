@@ -279,6 +279,23 @@ MISSES = """\
   with no round-to-round dependency (the reference row,
   {peer:numba_cluster_dsmem/dsmem_ceiling}; the exchange {ratio:numba_cluster_dsmem/dsmem_ceiling} of it).  2x
   would need about 1.5x the DSMEM rate those copies reach.
+- conv2d bf16 56x56, C=K=64, batch 32 against its twin
+  ({ratio:numba_conv_tc_bf16_56x56_c64_b32/twin_conv_tc_bf16_56x56_c64_b32} against 0.97; the same kernel configuration at batch
+  128 {ratio:numba_conv_tc_bf16_56x56_c64_b128/twin_conv_tc_bf16_56x56_c64_b128}; against cuDNN {ratio:numba_conv_tc_bf16_56x56_c64_b32/cudnn_conv_bf16_56x56_c64_b32}).  Under Nsight Compute
+  with the clocks locked at base (1.32 GHz) the two kernels take the same
+  cycles (38,337 against 38,235 and 38,157), ours issuing 8 % fewer
+  instructions (5.79 M against 6.28 M); at the card's own clock (1.77-1.79
+  GHz, no cache flush) ours takes 5 % more (44.2-47.9 k against 42.3-43.0 k
+  cycles).  In alternated batches of 4000 launches the SM clock read 1980
+  MHz throughout (24.5-24.6 us against 23.4-23.5 us a launch, 0.955), so
+  neither power nor the host explains it: a latency that does not shrink
+  with the SM clock, on the layer where each block walks only three tiles
+  of nine k-steps.  The stall samples point at the consumers' waits on
+  the full barrier (505 samples against the twin's 391) and at a load of
+  the output's extents from the constant bank at each tile's start
+  (`LDC.64`, 118 samples; the twin's are in uniform registers).  nvcc
+  also unrolls the twin's consumer k-loop by two; ours is not unrolled
+  (`benchmarks/h200-2026-12-02d/conv2d/`).
 - A plain Numba launch after `import numba_asynccopy`, timed in its own
   process beside stock numba-cuda in another
   ({ratio:numba_launch_imported/numba_launch_stock}x, information): fresh processes differ from one
