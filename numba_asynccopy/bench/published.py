@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: results files (repository paths), newest first: a row comes from the
 #: first file that measured both its sides
 RESULTS: tuple[str, ...] = (
+    "benchmarks/h200-2026-12-02d/final2/results.json",
     "benchmarks/h200-2026-12-02d/launch/cluster-results.json",
     "benchmarks/h200-2026-12-02d/conv2d/conv2d-results.json",
     "benchmarks/h200-2026-12-02d/perf/results-2.json",
@@ -310,8 +311,11 @@ def misses() -> str:
 
 #: docs/benchmarks.md, the 2026-12-02 run: the two idiom rows that miss
 NOTES_2026_12_02 = """\
-The slice row ({ratio:numba_idiom_slice/twin_idiom_slice}) and the two-mbarrier-ring row
-({ratio:numba_idiom_mbarrier/twin_idiom_mbarrier}) are the idiom rows under 0.97.  The facts A/B
+In the run of 2026-12-02 08:00 UTC the slice row (0.963) and the
+two-mbarrier-ring row (0.821) were the idiom rows under 0.97.  (Since the
+slice lowering of the third session, a thread-scope `cp_async` of a view
+walking its chunks with the chunk loop alone, the slice row reads
+{ratio:numba_idiom_slice/twin_idiom_slice}; the mbarrier rings {ratio:numba_idiom_mbarrier/twin_idiom_mbarrier}.)  The facts A/B
 (`python -m numba_asynccopy.bench.ab_facts`, each port beside its original,
 `NUMBA_ASYNCCOPY_FACTS` set per process, `ab-facts.jsonl`) says which fact
 moved them:
