@@ -199,7 +199,7 @@ def launch_cpu() -> int | None:
 
     Example::
 
-        cpu = launch_cpu()   # e.g. 0 on a host whose GPU hangs off node 0
+        cpu = launch_cpu()   # e.g. 15 where the GPU's local CPUs are 0-15
     """
     import os
     from pathlib import Path
