@@ -17,6 +17,7 @@ test checks, so a numba-cuda upgrade that moves one fails loudly.
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 from typing import Any
@@ -113,6 +114,27 @@ def _lookup(obj: Any, addr: int) -> tuple[int, str] | None:
     return None
 
 
+#: local arrays are registered by address bucket (addr >> _BUCKET_SHIFT): a
+#: kernel allocates one a call of a device function, every one of which stays
+#: registered (and alive) until the launch ends, so a linear scan grows slow
+_BUCKET_SHIFT = 16
+
+
+def _add_local(obj: Any, start: int, end: int) -> None:
+    buckets = obj.__dict__.setdefault("_ac_local_buckets", {})
+    for b in range(start >> _BUCKET_SHIFT, ((end - 1) >> _BUCKET_SHIFT) + 1):
+        buckets.setdefault(b, []).append((start, end, "local array"))
+
+
+def _lookup_local(obj: Any, addr: int) -> tuple[int, str] | None:
+    # a bucket holds every range that reaches into it, in registration order:
+    # the same first match as a scan of all ranges
+    for start, end, label in obj.__dict__.get("_ac_local_buckets", {}).get(addr >> _BUCKET_SHIFT, ()):
+        if start <= addr < end:
+            return start, label
+    return None
+
+
 def _block_key() -> tuple | None:
     """The grid point of the calling simulated thread's block (None outside one)."""
     idx = getattr(threading.current_thread(), "blockIdx", None)
@@ -182,7 +204,7 @@ def find_range(space: str, addr: int) -> tuple[int, str] | None:
     mod = simkernel._get_kernel_context()
     if mod is None:
         return None
-    return _lookup(mod._shared if space == "shared" else mod._local, addr)
+    return _lookup(mod._shared, addr) if space == "shared" else _lookup_local(mod._local, addr)
 
 
 def _aligned_empty(shape, dtype: np.dtype, alignment: int | None, keep: list) -> np.ndarray:
@@ -192,8 +214,18 @@ def _aligned_empty(shape, dtype: np.dtype, alignment: int | None, keep: list) ->
     placed off every larger boundary (the worst case the GPU allows), so a
     missing ``alignment=16`` shows up as a misaligned chunk.
     """
+    return _aligned_empty_at(shape, dtype, alignment, keep)[0]
+
+
+def _aligned_empty_at(shape, dtype: np.dtype, alignment: int | None, keep: list) -> tuple[np.ndarray, int]:
+    """:func:`_aligned_empty`'s array and its address (``address`` costs
+    microseconds: numpy builds the whole ``__array_interface__``)."""
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (int(shape),)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    # np.prod costs more than the allocation; the same count where int64 holds it
+    count = math.prod(shape) if all(type(s) is int and s >= 0 for s in shape) else -1
+    if not 0 <= count < 2 ** 62:
+        count = int(np.prod(shape, dtype=np.int64))
+    nbytes = count * dtype.itemsize
     buf = np.empty(nbytes + 2048, np.uint8)
     base = address(buf)
     if alignment is not None:
@@ -204,7 +236,9 @@ def _aligned_empty(shape, dtype: np.dtype, alignment: int | None, keep: list) ->
         if natural < 16:
             off += natural  # a multiple of the dtype's alignment, of nothing larger
     keep.append(buf)
-    return buf[off:off + nbytes].view(dtype).reshape(shape)
+    res = buf[off:off + nbytes].view(dtype).reshape(shape)
+    # a slice of a contiguous byte buffer starts at base + off; an empty one: ask
+    return res, (base + off if nbytes else address(res))
 
 
 def _validate_alignment(alignment) -> None:
@@ -303,10 +337,9 @@ def install(poison_byte: int, run_cluster: Any, array_type: type = np.ndarray) -
         _validate_alignment(alignment)
         dtype = as_dtype(dtype)
         keep = self.__dict__.setdefault("_ac_keep", [])
-        res = _aligned_empty(shape, dtype, alignment, keep)
-        start = address(res)
+        res, start = _aligned_empty_at(shape, dtype, alignment, keep)
         with alloc_lock:
-            _ranges(self).append((start, start + max(res.nbytes, 1), "local array"))
+            _add_local(self, start, start + max(res.nbytes, 1))
         return res
 
     # __wrapped__: the originals stay reachable for the names check

@@ -16,15 +16,29 @@ from .schedule import jitter
 __all__ = ["last_types", "numba_type", "unwrap", "validate"]
 
 
+# values with no instance __dict__ (so nothing to unwrap): the common arguments
+_PLAIN = frozenset({np.ndarray, int, float, bool, tuple, str, type(None), np.float16, np.float32,
+                    np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                    np.uint32, np.uint64, np.bool_})
+
+
 def unwrap(x: Any) -> Any:
     """The numpy array behind a simulator device array, or ``x`` itself."""
-    buf = getattr(x, "__dict__", {}).get("_ac_sim_buffer")  # sim TensorMap -> its buffer
+    if type(x) in _PLAIN:
+        return x
+    d = getattr(x, "__dict__", None)
+    if not d:
+        return x
+    buf = d.get("_ac_sim_buffer")  # sim TensorMap -> its buffer
     if buf is not None:
         return buf
-    item = getattr(x, "__dict__", {}).get("_item")  # FakeWithinKernelCUDAArray
+    item = d.get("_item")  # FakeWithinKernelCUDAArray
     if item is not None:
         x = item
-    ary = getattr(x, "__dict__", {}).get("_ary")  # FakeCUDAArray
+        d = getattr(x, "__dict__", None)
+        if not d:
+            return x
+    ary = d.get("_ary")  # FakeCUDAArray
     return ary if ary is not None else x
 
 
@@ -68,21 +82,25 @@ def validate(intrinsic: Any, *args: Any, **kwargs: Any) -> tuple[tuple, dict]:
     Returns ``(args, kwargs)`` with simulator arrays unwrapped to numpy.
     """
     jitter()  # every intrinsic call is a scheduling point under a seed
-    args = tuple(unwrap(a) for a in args)
-    kwargs = {k: unwrap(v) for k, v in kwargs.items()}
+    # (list comprehensions, not generators: this runs at every intrinsic call)
+    args = tuple([a if type(a) in _PLAIN else unwrap(a) for a in args])
+    if kwargs:
+        kwargs = {k: unwrap(v) for k, v in kwargs.items()}
     # a tuple argument is typed entry by entry as the GPU compile types it,
     # from the kernel's source at the call (constants as literals, run-time
     # entries by their types: one typing a call site, not one a coordinate)
     f = kernel_frame()
     site: dict = {}
-    if f is not None and (any(type(a) is tuple for a in args)
-                          or any(type(v) is tuple for v in kwargs.values())):
+    if f is not None and (tuple in map(type, args)
+                          or (kwargs and tuple in map(type, kwargs.values()))):
         site = tuple_types(intrinsic, args, kwargs, f) or site
     # numba.typeof of an array or a tuple costs about 0.1 ms: a kernel calling
     # an intrinsic in a loop pays it once per distinct argument shape
-    fast = (id(intrinsic), tuple(site[i][0] if i in site else _shape_key(a) for i, a in enumerate(args)),
-            tuple(sorted((k, site[k][0] if k in site else _shape_key(v)) for k, v in kwargs.items())))
-    if None in fast[1] or any(v is None for _, v in fast[2]):
+    akeys = tuple([site[i][0] if i in site else _shape_key(a) for i, a in enumerate(args)])
+    kkeys = tuple(sorted([(k, site[k][0] if k in site else _shape_key(v)) for k, v in kwargs.items()])) \
+        if kwargs else ()
+    fast = (id(intrinsic), akeys, kkeys)
+    if None in akeys or any(v is None for _, v in kkeys):
         fast = None
     # both checks below are a function of the argument types and the call
     # site's source: a call that passed them once at a site passes again

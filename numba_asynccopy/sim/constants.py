@@ -64,12 +64,14 @@ _in_sim: dict = {}  # id(code) -> (code, it is the simulator's own code)
 def kernel_frame():
     """The frame of the kernel (or device function) code that made the call."""
     f = sys._getframe(2)
+    get = _in_sim.get
     while f is not None:
+        code = f.f_code
         # by id: hashing a code object hashes its constants and names each time
-        hit = _in_sim.get(id(f.f_code))
-        if hit is None or hit[0] is not f.f_code:
-            hit = _in_sim[id(f.f_code)] = (
-                f.f_code, os.path.dirname(os.path.abspath(f.f_code.co_filename)) == _SIM_DIR)
+        hit = get(id(code))
+        if hit is None or hit[0] is not code:
+            hit = _in_sim[id(code)] = (
+                code, os.path.dirname(os.path.abspath(code.co_filename)) == _SIM_DIR)
         if not hit[1]:
             return f
         f = f.f_back
@@ -98,6 +100,7 @@ def _function_locked(code) -> tuple | None:
         # line 1 of the source read is co_firstlineno (a decorator line, if any)
         params = {a.arg for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs}
         found = (fn, code.co_firstlineno - 1, (_runtime_locals(fn), _bound_once(fn), params))
+        _calls[id(fn)] = (fn, _call_index(fn))
     except (OSError, TypeError, SyntaxError, StopIteration):
         found = None
     _functions[code] = found
@@ -188,10 +191,26 @@ def _is_runtime(expr, runtime: set[str]) -> bool:
     return False
 
 
+# id(function AST) -> (the AST, {called name: [its calls]}): one walk of a
+# function, not one a call site (a block's threads reach a new site together)
+_calls: dict = {}
+
+
+def _call_index(fn: ast.FunctionDef) -> dict:
+    """{name: [the calls of ``fn`` to a function or attribute of that name]}."""
+    index: dict = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Call):
+            for name in {getattr(n.func, "attr", None), getattr(n.func, "id", None)} - {None}:
+                index.setdefault(name, []).append(n)
+    return index
+
+
 def _call_at(fn: ast.FunctionDef, line: int, api: str) -> ast.Call | None:
-    hits = [n for n in ast.walk(fn) if isinstance(n, ast.Call)
-            and (getattr(n.func, "attr", None) == api or getattr(n.func, "id", None) == api)
-            and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    hit = _calls.get(id(fn))
+    if hit is None or hit[0] is not fn:
+        hit = _calls[id(fn)] = (fn, _call_index(fn))
+    hits = [n for n in hit[1].get(api, ()) if n.lineno <= line <= (n.end_lineno or n.lineno)]
     return hits[0] if len(hits) == 1 else None
 
 
@@ -310,10 +329,22 @@ def _spec(expr, ctx: tuple, depth: int = 0):
     return "r"
 
 
+# _type_key of the common scalars, by type: Python's have no dtype, a NumPy
+# numeric scalar's dtype is its type's (an MMA fragment: a tuple of 64 of them)
+_PLAIN_TYPE_KEYS: dict = {t: (t, None) for t in (int, bool, float)}
+_PLAIN_TYPE_KEYS.update({t: (t, np.dtype(t)) for t in (
+    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+    np.float16, np.float32, np.float64, np.complex64, np.complex128)})
+
+
 def _type_key(value: Any):
     """What a run-time value's type depends on (not the value itself)."""
+    hit = _PLAIN_TYPE_KEYS.get(type(value))
+    if hit is not None:
+        return hit
     if type(value) is tuple:
-        return ("t", tuple(_type_key(e) for e in value))
+        get = _PLAIN_TYPE_KEYS.get
+        return ("t", tuple([get(type(e)) or _type_key(e) for e in value]))
     if isinstance(value, np.ndarray):
         return ("a", value.dtype, value.ndim, value.flags.c_contiguous, value.flags.f_contiguous)
     return (type(value), getattr(value, "dtype", None))
@@ -323,16 +354,17 @@ def _spec_key(spec, value: Any):
     """A hashable key of what ``_spec_type(spec, value)`` depends on (the
     constants' values, the run-time values' types); None where unsure."""
     if spec == "c":
-        try:
-            hash(value)
-        except TypeError:
-            return None
+        if type(value) is not int:  # an int hashes
+            try:
+                hash(value)
+            except TypeError:
+                return None
         return ("c", type(value), value)
-    if spec in ("r", "i32"):
+    if spec == "r" or spec == "i32":
         return (spec, _type_key(value))
     if type(value) is not tuple or len(value) != len(spec[1]):
         return None
-    parts = tuple(_spec_key(p, v) for p, v in zip(spec[1], value))
+    parts = tuple([_spec_key(p, v) for p, v in zip(spec[1], value)])
     return None if None in parts else ("t", parts)
 
 

@@ -26,8 +26,9 @@ def _fmt(rule: str, *values: int) -> str:
 def _locate(api: str, a: np.ndarray, idx, n: int) -> tuple[tuple[int, ...], int]:
     """``(leading indices, last index)`` of ``a[idx]`` after the contract's
     run-time rules, checked in the device's order."""
+    # (list comprehensions, not generators: every vector access runs this)
     scalar = not isinstance(idx, tuple)
-    inds = tuple(int(x) for x in ((idx,) if scalar else idx))
+    inds = tuple([int(x) for x in ((idx,) if scalar else idx)])
     last = a.ndim - 1
     for k, (i, s) in enumerate(zip(inds, a.shape)):
         bad = not 0 <= i < s if k < last else (i < 0 or i + n > s)
@@ -36,7 +37,7 @@ def _locate(api: str, a: np.ndarray, idx, n: int) -> tuple[tuple[int, ...], int]
     size = a.itemsize
     if n > 1 and a.strides[-1] != size:
         raise rt.violation(api, _fmt(_dev._rule_contiguous(size), a.strides[-1]))
-    addr = rt.address(a) + sum(i * s for i, s in zip(inds, a.strides))
+    addr = rt.address(a) + sum([i * s for i, s in zip(inds, a.strides)])
     if addr % _dev._alignment(n * size):
         raise rt.violation(api, _fmt(_dev._rule_aligned(n * size), addr))
     return inds[:-1], inds[-1]
@@ -46,7 +47,7 @@ def _load(api: str, intrinsic, n: int | None, arr, idx, *extra) -> tuple:
     (a, i, *_), _ = rt.validate(intrinsic, arr, idx, *extra)
     count = n if n is not None else int(extra[0])
     head, j = _locate(api, a, i, count)
-    return tuple(a[head + (j + d,)] for d in range(count))
+    return tuple([a[head + (j + d,)] for d in range(count)])
 
 
 def _store(api: str, intrinsic, arr, idx, values) -> None:

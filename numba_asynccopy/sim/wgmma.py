@@ -96,7 +96,8 @@ def _is_f16(vals) -> bool:
 def _typed(acc) -> tuple:
     """The fragment as the values typing sees (float32, or uint32 words)."""
     vals = _plain(acc)
-    return tuple((np.uint32 if _is_f16(vals) else np.float32)(v) for v in vals)
+    cast = np.uint32 if _is_f16(vals) else np.float32
+    return tuple([cast(v) for v in vals])
 
 
 def _elements(vals) -> list:
@@ -357,6 +358,19 @@ def _coords(j, lane, warp):
     return 16 * warp + lane // 4 + 8 * h, 8 * i + 2 * (lane % 4) + e
 
 
+_coord_lists: dict = {}  # (lane, warp, count) -> [_coords(j, lane, warp) for j < count]
+
+
+def _coord_list(lane, warp, count) -> list:
+    """``[_coords(j, lane, warp) for j in range(count)]``, computed once
+    (a warpgroup's MMA places 128 fragments of up to 128 elements)."""
+    key = (lane, warp, count)
+    hit = _coord_lists.get(key)
+    if hit is None:
+        hit = _coord_lists[key] = [_coords(j, lane, warp) for j in range(count)]
+    return hit
+
+
 @mirrors(_dev.wgmma_mma_async, "computes the product when the warpgroup's 128 threads have "
          "issued it (fp32 accumulation, see the module notes) and returns a pending fragment "
          "that a wgmma_wait_group must cover before it is read.")
@@ -393,8 +407,9 @@ def wgmma_mma_async(acc, a, b, *, dtype=None, scale_d=True, scale_a=1, scale_b=1
         A = np.zeros((64, k), np.uint64)
         for lane_wg, (vals, aregs) in parts.items():
             warp, lane = lane_wg // 32, lane_wg % 32
-            for j, v in enumerate(_elements(vals)):
-                D[_coords(j, lane, warp)] = v
+            elems = _elements(vals)
+            for c, v in zip(_coord_list(lane, warp, len(elems)), elems):
+                D[c] = v
             if regs:
                 for q, word in enumerate(aregs):
                     r = 16 * warp + lane // 4 + 8 * (q % 2)
@@ -420,7 +435,7 @@ def wgmma_mma_async(acc, a, b, *, dtype=None, scale_d=True, scale_a=1, scale_b=1
             st["ops"] = [o for o in st["ops"] if len(o.retired) < 128] + [op]
         th.__dict__.setdefault("_ac_wgmma_batch", []).append(op)
     warp, lane = me // 32, me % 32
-    vals = [op.result[_coords(j, lane, warp)] for j in range(n // 2)]
+    vals = [op.result[c] for c in _coord_list(lane, warp, n // 2)]
     return PendingFragment(_words(vals) if f16 else vals, op)
 
 
