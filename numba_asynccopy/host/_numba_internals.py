@@ -11,7 +11,9 @@ internals are in ``sim/_numba_sim_internals.py``.)
 
 from __future__ import annotations
 
+import ctypes
 import inspect
+import os
 import sys
 import threading
 from typing import Any, Callable, NamedTuple, Sequence
@@ -48,10 +50,11 @@ NAMES: tuple[tuple[str, str], ...] = (
     ("cuda.core._utils.cuda_utils", "handle_return"),
     ("cuda.bindings.driver", "cuLaunchKernelEx"),
     ("cuda.bindings.driver", "cuCtxGetCurrent"),
+    ("cuda.bindings.driver", "CUresult"),
+    ("cuda.bindings._internal.driver", "_inspect_function_pointer"),
     ("cuda.bindings.driver", "CUlaunchConfig"),
     ("cuda.bindings.driver", "CUlaunchAttribute"),
     ("cuda.bindings.driver", "CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION"),
-    ("cuda.bindings.driver", "CUfunction"),
     ("cuda.bindings.driver", "CUstream"),
 )
 
@@ -275,16 +278,18 @@ def is_kernel(obj: Any) -> bool:
     return isinstance(obj, _dispatcher._Kernel)
 
 
-def launch_kernel(kernel: Any, cufunc: Any, config: Any, args: Sequence[Any], stream: Any) -> None:
+def launch_kernel(kernel: Any, cufunc: Any, config: tuple, args: Sequence[Any], stream: Any) -> None:
     """Launch ``kernel`` as numba-cuda's ``_Kernel.launch`` does it:
     Numba's argument marshalling, cuda.core's conversion of those values
     into kernel parameters (``ParamHolder``, what ``cuda.core.launch`` uses),
     the driver launch, then the write-backs of host arrays.  ``config`` is
-    a :func:`native_config` on ``stream``'s handle; ``stream`` is the
+    a :func:`launch_config` on ``stream``'s handle; ``stream`` is the
     cuda.core stream Numba marshals on."""
     kernelargs, retr = marshal_args(kernel, args, stream)
     holder = ParamHolder(kernelargs)
-    launch_ex(config, launch_handle(kernel, cufunc), holder.ptr)
+    rc = launch_ex(config[0], launch_handle(kernel, cufunc), holder.ptr, None)
+    if rc:
+        launch_failed(rc)
     del holder  # the driver has copied the parameters
     for writeback in retr:
         writeback()
@@ -294,7 +299,10 @@ def launch_kernel(kernel: Any, cufunc: Any, config: Any, args: Sequence[Any], st
 # ac.launch calls cuLaunchKernelEx itself, with the CUlaunchConfig that
 # cuda.core's launch builds (cuda.core's ``_to_native_launch_config``: the
 # grid in blocks, a cluster shape as the CLUSTER_DIMENSION attribute) and a
-# ready array of parameter pointers.  CPU tests replace launch_ex,
+# ready array of parameter pointers.  The driver functions are called
+# through ctypes on the very function pointers cuda.bindings' own calls use
+# (see :func:`_driver_function`), which costs less per call than
+# cuda.bindings' Python wrappers.  CPU tests replace launch_ex,
 # launch_handle and current_context_handle.
 
 if SIMULATOR:
@@ -335,36 +343,147 @@ def native_config(grid: tuple[int, int, int], block: tuple[int, int, int], share
     return cfg
 
 
-def launch_handle(kernel: Any, cufunc: Any) -> Any:
-    """The handle ``cuLaunchKernelEx`` launches: the loaded kernel
-    (cuda.core's ``CUkernel``, which the driver accepts as a function)."""
-    from cuda.bindings import driver as binding
+def launch_config(grid: tuple[int, int, int], block: tuple[int, int, int], shared_mem: int,
+                  cluster: tuple[int, int, int] | None, stream_handle: int) -> tuple[int, Any]:
+    """``(address, cfg)``: a :func:`native_config` and the address of its C
+    struct, which :func:`launch_ex` takes.  Whoever holds the pair holds
+    ``cfg`` (and the attribute array the struct points to) alive."""
+    cfg = native_config(grid, block, shared_mem, cluster, stream_handle)
+    return int(cfg.getPtr()), cfg
 
-    return binding.CUfunction(int(cufunc.handle))
+
+def launch_handle(kernel: Any, cufunc: Any) -> int:
+    """The handle ``cuLaunchKernelEx`` launches, as an int: the loaded
+    kernel (cuda.core's ``CUkernel``, which the driver accepts as a function)."""
+    return int(cufunc.handle)
 
 
-def launch_ex(cfg: Any, func: Any, params: int) -> None:
-    """``cuLaunchKernelEx(cfg, func, params, NULL)``; ``params`` is the
-    address of the array of pointers to the parameter values.  A driver
-    error raises cuda.core's ``CUDAError``, as ``cuda.core.launch`` does."""
-    result = _cuLaunchKernelEx(cfg, func, params, 0)
-    if result[0]:
-        _handle_return(result)
+def _ptds() -> bool:
+    """Whether cuda.bindings resolves the per-thread-default-stream variants
+    of the driver functions (``cuLaunchKernelEx_ptsz``): it reads this
+    variable once, when it loads the driver."""
+    return bool(int(os.getenv("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", default=0)))
+
+
+def _driver_function(name: str, *argtypes: Any) -> Any:
+    """The driver function ``name`` (returning a ``CUresult``) as a ctypes
+    function on the pointer cuda.bindings' own ``cuda.bindings.driver.<name>``
+    calls: cuda.bindings resolves every driver function once, through
+    ``cuGetProcAddress`` of the libcuda it loaded (the ``_ptsz`` variant
+    where ``CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM`` is set), and shows
+    the pointers in ``_inspect_function_pointer``.  Where that is missing
+    (an older cuda.bindings): the symbol of ``libcuda.so.1`` (the library
+    cuda.bindings opens; loaded already, so the same one), ``_ptsz`` as
+    cuda.bindings picks it.  None where libcuda cannot be loaded by ctypes
+    at all: then the caller keeps cuda.bindings' own call."""
+    proto = ctypes.CFUNCTYPE(ctypes.c_int, *argtypes)
+    try:
+        from cuda.bindings._internal import driver as _internal
+
+        ptr = _internal._inspect_function_pointer(f"__{name}")
+    except Exception:  # noqa: BLE001 - no such helper, or no driver: try the library
+        ptr = 0
+    if ptr:
+        return proto(ptr)
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        if name == "cuLaunchKernelEx" and _ptds():
+            return proto(("cuLaunchKernelEx_ptsz", lib))
+        return proto((name, lib))
+    except (OSError, AttributeError):
+        return None
+
+
+def _bindings_launch_ex(cfg: int, func: int, params: int, extra: None) -> int:
+    # cuda.bindings' own call, where libcuda cannot be loaded by ctypes: the
+    # same C struct, viewed by a CUlaunchConfig
+    return int(_cuLaunchKernelEx(_CUlaunchConfig(_ptr=cfg), func, params, 0)[0])
+
+
+def _first_launch_ex(cfg: int, func: int, params: int, extra: None) -> int:
+    """``launch_ex`` until the first launch, which resolves the driver's
+    function (cuda.bindings loads the driver when first used) and replaces
+    this one with it."""
+    global launch_ex
+    fn = _driver_function("cuLaunchKernelEx", *(ctypes.c_void_p,) * 4)
+    fn = launch_ex = _bindings_launch_ex if fn is None else fn
+    return fn(cfg, func, params, extra)
+
+
+#: ``launch_ex(cfg, func, params, None) -> int``: ``cuLaunchKernelEx(cfg,
+#: func, params, extra=NULL)``, returning the ``CUresult`` (0: launched);
+#: a non-zero one goes to :func:`launch_failed`.  ``cfg`` is the address of
+#: a ``CUlaunchConfig`` (the first of a :func:`launch_config` pair, which
+#: the caller keeps alive), ``func`` a :func:`launch_handle`, ``params`` the
+#: address of the array of pointers to the parameter values.  From the
+#: first launch on it is the ctypes function itself: no Python frame.
+launch_ex: Callable[..., int] = _first_launch_ex
+
+
+def launch_failed(rc: int) -> None:
+    """A launch's non-zero ``CUresult``: cuda.core's ``CUDAError`` (with the
+    driver's name and text for the error), as ``cuda.core.launch`` raises it."""
+    _handle_return((_CUresult(rc),))
+
+
+class _CtxBuffer(threading.local):
+    """Per thread: the ``CUcontext`` that ``cuCtxGetCurrent`` writes (the
+    driver call releases the GIL, so another thread's call must not write
+    the same memory), and its address."""
+
+    def __init__(self) -> None:
+        self.buf = ctypes.c_void_p()
+        self.addr = ctypes.addressof(self.buf)
+
+
+_ctx_buffer = _CtxBuffer()
+_ctx_get_current: Any = None  # ctypes cuCtxGetCurrent, resolved at the first look-up
 
 
 def current_context_handle() -> int:
     """The context Numba would launch in now, as an int: the thread's
-    attached context, else the driver's current one (0: none yet)."""
+    attached context, else the driver's current one (0: none yet, or the
+    driver refused)."""
     ctx = getattr(_tls, "attached_context", None)
     if ctx is not None:
         return int(ctx.handle)
-    result = _cuCtxGetCurrent()
-    return 0 if result[0] or result[1] is None else int(result[1])
+    return driver_context_handle()
+
+
+def driver_context_handle() -> int:
+    """The driver's current context (``cuCtxGetCurrent``), as an int; 0 for
+    none or an error."""
+    get = _ctx_get_current
+    if get is None:
+        return _first_ctx_get_current()
+    b = _ctx_buffer
+    if get(b.addr):
+        return 0
+    return b.buf.value or 0
+
+
+def _bindings_ctx_get_current(address: int) -> int:
+    # cuda.bindings' own call, where libcuda cannot be loaded by ctypes
+    rc, ctx = _cuCtxGetCurrent()
+    ctypes.c_void_p.from_address(address).value = None if rc or ctx is None else int(ctx)
+    return int(rc)
+
+
+def _first_ctx_get_current() -> int:
+    """The first driver look-up: resolves ``cuCtxGetCurrent`` (as
+    :func:`_first_launch_ex` does the launch) for every later one."""
+    global _ctx_get_current
+    fn = _driver_function("cuCtxGetCurrent", ctypes.c_void_p)
+    _ctx_get_current = _bindings_ctx_get_current if fn is None else fn
+    return driver_context_handle()
 
 
 if SIMULATOR:
     _tls = _cuLaunchKernelEx = _cuCtxGetCurrent = _handle_return = None
+    _CUresult = _CUlaunchConfig = None
 else:
+    from cuda.bindings.driver import CUlaunchConfig as _CUlaunchConfig
+    from cuda.bindings.driver import CUresult as _CUresult
     from cuda.bindings.driver import cuCtxGetCurrent as _cuCtxGetCurrent
     from cuda.bindings.driver import cuLaunchKernelEx as _cuLaunchKernelEx
     from cuda.core._utils.cuda_utils import handle_return as _handle_return

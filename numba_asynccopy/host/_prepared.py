@@ -38,8 +38,12 @@ then cuda.core's ``ParamHolder`` turns each value into parameter bytes):
 
 ``fill`` does exactly these conversions: scalars through a ctypes object of
 the same type whose memory is the slot (so wrapping, rounding and errors
-are ctypes' own), array fields through one ``struct.pack_into``.  The CPU
-tests compare the bytes with ``ParamHolder``'s for every case.
+are ctypes' own), an array's fields as bytes packed once per array object
+(:func:`array_param`: they come from two of the array's cached
+properties) and copied by one ``struct.pack_into`` with the other fields.
+The CPU tests compare the bytes with ``ParamHolder``'s for every case.
+The driver call is ``_numba_internals.launch_ex``: ctypes, on the function
+pointer cuda.bindings' own ``cuLaunchKernelEx`` calls.
 
 Extending it: a launch's stream is read by :func:`stream_handle` alone;
 another kind of argument (say a DLPack array) needs a case in
@@ -117,6 +121,40 @@ def _fixed_scalar(cls: type) -> bool:
         return True
     return (isinstance(cls, type) and issubclass(cls, (np.number, np.bool_))
             and cls.__module__ == "numpy")
+
+
+# --- a device array's parameters ---------------------------------------------------------------
+
+#: the attribute of a Numba device array that keeps :func:`array_param`
+ARRAY_ATTR = "_asynccopy_param_"
+_INTP = struct.Struct("<q")
+
+
+def array_param(arr: Any) -> tuple:
+    """``(Numba type, parameter bytes)`` of a numba-cuda ``DeviceNDArray``:
+    its ``_numba_type_`` and the kernel-parameter fields Numba's marshalling
+    writes for it (``meminfo=0, parent=0, nitems, itemsize, data,
+    shape..., strides...``, each an ``intptr_t``, read from its
+    ``_strided_memory_view_shim``), or None for the bytes where the shim
+    has no pointer (an empty array: Numba's path decides).
+
+    Both are ``functools.cached_property`` values of the array (numba-cuda
+    computes each once per array object, and its own launches read those
+    cached values), so what is derived from them is kept on the array too
+    (:data:`ARRAY_ATTR`): a prepared launch reads one attribute per array.
+    The Numba type is still compared every launch."""
+    ty = arr._numba_type_
+    m = arr._strided_memory_view_shim
+    ptr = m.ptr
+    data = None
+    if ptr is not None:
+        shape = m.shape
+        strides = m._layout.strides_in_bytes if shape else ()
+        data = struct.pack(f"<{5 + len(shape) + len(strides)}q", 0, 0, m.size,
+                           m.dtype.itemsize, ptr, *shape, *strides)
+    entry = (ty, data)
+    arr.__dict__[ARRAY_ATTR] = entry
+    return entry
 
 
 # --- the generated parameter writer -----------------------------------------------------------
@@ -212,24 +250,24 @@ class _Writer:
             raise Unsupported(f"{sample.__class__.__name__} arrays")
         if sample.ndim != ty.ndim:  # Numba converted it anyway: its marshalling decides
             raise Unsupported(f"a {sample.ndim}-d array for a {ty.ndim}-d parameter")
-        t, m, p = self.name("t"), self.name("m"), self.name("p")
-        want = self.const(sample._numba_type_)  # the argument's Numba type (what dispatch saw)
+        t, d = self.name("t"), self.name("d")
+        # the argument's Numba type (what dispatch saw); its bytes kept for the next launch
+        want = self.const(array_param(sample)[0])
         self.checks += [
-            f"{t} = {v}._numba_type_",
+            # the array's (Numba type, parameter bytes), kept on the array (array_param)
+            "try:",
+            f"    {t}, {d} = {v}.{ARRAY_ATTR}",
+            "except AttributeError:",
+            f"    {t}, {d} = _array_param({v})",
             f"if {t} is not {want} and {t} != {want}: return False",
-            f"{m} = {v}._strided_memory_view_shim",
-            f"{p} = {m}.ptr",
-            f"if {p} is None: return False",  # no pointer (an empty array): Numba's path decides
+            f"if {d} is None: return False",  # no pointer (an empty array): Numba's path decides
         ]
-        self.zero()  # meminfo
-        self.zero()  # parent
-        self.intp(f"{m}.size")
-        self.intp(str(int(sample.dtype.itemsize)))
-        self.intp(p)
-        self.fmt += ["q"] * (2 * ty.ndim)
-        self.slots += 2 * ty.ndim
-        if ty.ndim:
-            self.packed += [f"*{m}.shape", f"*{m}._layout.strides_in_bytes"]
+        # meminfo, parent, nitems, itemsize, data, shape..., strides...: one
+        # copy of the array's bytes (its Numba type fixes their length)
+        n = 5 + 2 * ty.ndim
+        self.fmt.append(f"{8 * n}s")
+        self.packed.append(d)
+        self.slots += n
 
     def record(self, v: str, sample: Any) -> None:
         if _ARRAY_CLASSES is None or sample.__class__ is not _ARRAY_CLASSES[1]:
@@ -305,7 +343,8 @@ class Prepared:
         for i, (ty, value) in enumerate(zip(kernel.argument_types, args)):
             w.param(ty, f"a{i}", value, nested=False)
         self.source = w.source(len(args))
-        namespace = {"_f16": np.float16, "_u16": np.uint16, **w.consts}
+        namespace = {"_f16": np.float16, "_u16": np.uint16, "_array_param": array_param,
+                     **w.consts}
         exec(compile(self.source, f"<ac.launch parameters of {kernel.entry_name}>", "exec"), namespace)
         self._factory = namespace["_factory"]
         self._pack = struct.Struct("<" + "".join(w.fmt)).pack_into
@@ -321,7 +360,8 @@ class Prepared:
         self.n_overloads = (len(overloads) if overloads is not None
                             and not _nb.can_compile(target) else -1)
         self.callbacks = callbacks
-        self.configs: dict[int, Any] = {}
+        #: stream handle -> ``_nb.launch_config`` pair (address, CUlaunchConfig)
+        self.configs: dict[int, tuple] = {}
         self.pool = [self.new_block()]
 
     def current(self) -> bool:
@@ -340,9 +380,12 @@ class Prepared:
         if cfg is None:
             if len(self.configs) >= TABLE_MAX:
                 self.configs.clear()
-            cfg = self.configs[handle] = _nb.native_config(self.grid, self.block, self.shared_mem,
+            cfg = self.configs[handle] = _nb.launch_config(self.grid, self.block, self.shared_mem,
                                                            self.cluster, handle)
         return cfg
+
+
+_tls = _nb._tls  # numba-cuda's thread-local (its attached context)
 
 
 def run(bucket: Sequence[Prepared], args: tuple, stream: Any) -> bool:
@@ -350,9 +393,12 @@ def run(bucket: Sequence[Prepared], args: tuple, stream: Any) -> bool:
     here and now; False when none does (then Numba's path launches)."""
     # the default stream (any falsy value) is handle 0: no call for it
     handle = stream_handle(stream) if stream else 0
-    # _nb.current_context_handle() without the call where Numba attached one
-    ctx = getattr(_nb._tls, "attached_context", None)
-    ctx = int(ctx.handle) if ctx is not None else _nb.current_context_handle()
+    # _nb.current_context_handle(), one call less
+    try:
+        ctx = _tls.attached_context
+    except AttributeError:
+        ctx = None
+    ctx = int(ctx.handle) if ctx is not None else _nb.driver_context_handle()
     for p in bucket:
         ov = p.overloads
         if p.ctx != ctx or p.callbacks or (ov is not None and (
@@ -367,10 +413,12 @@ def run(bucket: Sequence[Prepared], args: tuple, stream: Any) -> bool:
         try:
             if not block.fill(args):
                 continue
-            cfg = p.configs.get(handle)
+            cfg = p.configs.get(handle)  # (address, CUlaunchConfig): held while launching
             if cfg is None:
                 cfg = p.config(handle)
-            _nb.launch_ex(cfg, p.func, block.addr)
+            rc = _nb.launch_ex(cfg[0], p.func, block.addr, None)
+            if rc:
+                _nb.launch_failed(rc)
         finally:
             pool.append(block)
         return True

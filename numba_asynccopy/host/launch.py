@@ -226,7 +226,8 @@ class _KernelState:
     #: the run-time cluster shape (None: none, or the kernel's declared
     #: one) of each :func:`launch` shape (a ``_Claim``) checked on this kernel
     checked: dict = field(default_factory=dict)
-    #: the driver's launch configuration of each (``_Claim``, stream handle)
+    #: the driver's launch configuration (``_nb.launch_config``'s pair) of
+    #: each (``_Claim``, stream handle)
     configs: dict = field(default_factory=dict)
     #: (griddim, blockdim, sharedmem) of ordinary launches already checked
     hook_shapes: set = field(default_factory=set)
@@ -427,7 +428,7 @@ def _takeover(kernel: Any, claim: _Claim, args: Sequence[Any], stream: Any, hand
     if config is None:
         if len(st.configs) >= _CLAIMS_MAX:
             st.configs.clear()
-        config = st.configs[claim, handle] = _nb.native_config(
+        config = st.configs[claim, handle] = _nb.launch_config(
             claim.grid, claim.block, claim.shared_mem, cluster, handle)
     _nb.launch_kernel(kernel, cufunc, config, args, stream)
     _nb.claims.launched = (kernel, cufunc, cluster, {handle: config})

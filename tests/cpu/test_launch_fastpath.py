@@ -155,6 +155,12 @@ def _kernel_of(func):
     return func[0]
 
 
+#: every driver configuration built in this module, by its C struct's address
+#: (kept alive, so no address is reused; a compiled kernel keeps its own
+#: configurations from one test to the next)
+_CONFIGS: dict = {}
+
+
 @pytest.fixture
 def driver(fake_context, monkeypatch):
     """Records what reaches the driver.  ``launches``: ``(stream handle,
@@ -175,12 +181,17 @@ def driver(fake_context, monkeypatch):
                          "REQUIRED_CLUSTER_DEPTH"), dims))[name]
 
     real_config = nb.native_config
+    by_address = _CONFIGS
 
     def native_config(grid, block, shared_mem, cluster, handle):
         rec.configs.append((grid, block, shared_mem, cluster, handle))
-        return real_config(grid, block, shared_mem, cluster, handle)
+        cfg = real_config(grid, block, shared_mem, cluster, handle)
+        by_address[int(cfg.getPtr())] = cfg
+        return cfg
 
-    def launch_ex(cfg, func, params):
+    def launch_ex(address, func, params, extra):
+        assert extra is None
+        cfg = by_address[address]  # what the driver reads at that address
         kernel, name = func
         raw = read_params(params, param_sizes(kernel))
         cluster = None
@@ -197,6 +208,7 @@ def driver(fake_context, monkeypatch):
         if rec.during is not None:
             during, rec.during = rec.during, None
             during()
+        return 0  # CUDA_SUCCESS
 
     real_core_stream = numba_driver._to_core_stream
 
@@ -721,8 +733,13 @@ def test_the_generated_writer_reads_numbas_fields(driver):
     ac.launch(show, 4, 32, (device_array((4, 4), np.float32), 3))
     (bucket,) = show.__dict__[P.TABLE_ATTR].values()
     src = bucket[0].source
-    assert "_numba_type_" in src and "_strided_memory_view_shim" in src
-    assert "strides_in_bytes" in src and ".value = a1" in src
+    assert P.ARRAY_ATTR in src and "_array_param(a0)" in src and ".value = a1" in src
+    # the array's fields: what Numba's marshalling reads, once per array object
+    import inspect
+
+    reader = inspect.getsource(P.array_param)
+    assert "_numba_type_" in reader and "_strided_memory_view_shim" in reader
+    assert "strides_in_bytes" in reader
 
 
 # --- errors: all before the driver --------------------------------------------------------------
@@ -826,29 +843,133 @@ def test_without_the_hook_nothing_is_launched(driver, probe, monkeypatch):
     assert driver.launches == [] and driver.numba_launches == []
 
 
-def test_a_driver_error_is_raised(driver, probe, monkeypatch):
+LAUNCH_PROTO = ctypes.CFUNCTYPE(ctypes.c_int, *(ctypes.c_void_p,) * 4)
+
+
+def fake_driver_launch(codes: list, seen: list):
+    """A ctypes function like the driver's ``cuLaunchKernelEx`` (its
+    prototype as ``_numba_internals`` calls it) that records its arguments
+    and returns the next of ``codes`` (a ``CUresult`` value)."""
+    def launch(cfg, func, params, extra):
+        seen.append((cfg, func, params, extra))
+        return codes.pop(0)
+
+    return LAUNCH_PROTO(launch)
+
+
+@pytest.fixture
+def driver_calls(driver, monkeypatch):
+    """The real ``launch_ex`` resolution, with ``_driver_function`` giving a
+    fake ctypes driver function; cuda.core's ``handle_return`` recorded
+    (the real one asks the driver for the error's name and text)."""
     from cuda.core._utils.cuda_utils import CUDAError
 
-    ac.launch(probe, 4, 32, (0,))
-    refused = nb_binding().CUresult.CUDA_ERROR_INVALID_VALUE
-    seen = []
+    rec = SimpleNamespace(codes=[], seen=[], errors=[], fn=None)
+    rec.fn = fake_driver_launch(rec.codes, rec.seen)
 
-    def handle_return(result):  # cuda.core's reads the error's name from the driver
-        seen.append(result)
-        raise CUDAError("CUDA_ERROR_INVALID_VALUE")
+    def handle_return(result):
+        rec.errors.append(result)
+        raise CUDAError(f"{result[0].name}: the driver's text")
 
-    monkeypatch.setattr(nb, "launch_ex", REAL_LAUNCH_EX)
-    monkeypatch.setattr(nb, "_cuLaunchKernelEx", lambda cfg, func, params, extra: (refused,))
+    monkeypatch.setattr(nb, "launch_ex", REAL_LAUNCH_EX)  # resolves at the first launch
+    monkeypatch.setattr(nb, "_driver_function", lambda name, *argtypes: rec.fn)
+    monkeypatch.setattr(nb, "launch_handle", lambda kernel, cufunc: 0xF00D)
     monkeypatch.setattr(nb, "_handle_return", handle_return)
-    with pytest.raises(CUDAError, match="CUDA_ERROR_INVALID_VALUE"):
+    return rec
+
+
+def test_a_driver_error_is_raised(driver_calls, probe):
+    from cuda.core._utils.cuda_utils import CUDAError
+
+    rec = driver_calls
+    invalid = nb_binding().CUresult.CUDA_ERROR_INVALID_VALUE
+    rec.codes += [int(invalid), 0, int(invalid), 0]
+    # the first launch (Numba's marshalling) resolves the driver function
+    with pytest.raises(CUDAError, match="CUDA_ERROR_INVALID_VALUE: the driver's text"):
         ac.launch(probe, 4, 32, (0,))
-    assert seen == [(refused,)]
+    assert nb.launch_ex is rec.fn  # the ctypes function itself from now on
+    ac.launch(probe, 4, 32, (1,))  # Numba's path again (the failed launch prepared nothing)
+    with pytest.raises(CUDAError, match="CUDA_ERROR_INVALID_VALUE"):
+        ac.launch(probe, 4, 32, (2,))  # the prepared path
+    ac.launch(probe, 4, 32, (3,))
+    assert rec.codes == []
+    # exactly what cuda.bindings' call returns: the CUresult, in a tuple
+    assert rec.errors == [(invalid,), (invalid,)]
+    assert all(type(e[0]) is type(invalid) for e in rec.errors)
     (entry,) = next(iter(probe.__dict__[P.TABLE_ATTR].values()))
     assert len(entry.pool) == 1  # the block came back
-    monkeypatch.setattr(nb, "_cuLaunchKernelEx", lambda cfg, func, params, extra: (
-        nb_binding().CUresult.CUDA_SUCCESS,))
-    ac.launch(probe, 4, 32, (0,))
-    assert len(seen) == 1
+    # the driver got the configuration's C struct, the handle, the parameters
+    cfg_address, cfg = entry.configs[0]
+    assert cfg_address == int(cfg.getPtr())
+    assert [s[0] for s in rec.seen[2:]] == [cfg_address] * 2
+    assert {s[1] for s in rec.seen} == {0xF00D} and {s[3] for s in rec.seen} == {None}
+    assert rec.seen[2][2] == rec.seen[3][2] == entry.pool[0].addr
+    assert read_params(rec.seen[3][2], [4]) == [(3).to_bytes(4, "little")]
+
+
+def test_without_ctypes_the_bindings_call_launches(driver_calls, probe, monkeypatch):
+    from cuda.core._utils.cuda_utils import CUDAError
+
+    rec = driver_calls
+    invalid = nb_binding().CUresult.CUDA_ERROR_INVALID_VALUE
+    results = [invalid, nb_binding().CUresult.CUDA_SUCCESS]
+    seen = []
+
+    def bindings_launch(cfg, func, params, extra):
+        seen.append((cfg.gridDimX, cfg.blockDimX, int(cfg.getPtr()), func, extra))
+        return (results.pop(0),)
+
+    monkeypatch.setattr(nb, "_driver_function", lambda name, *argtypes: None)
+    monkeypatch.setattr(nb, "_cuLaunchKernelEx", bindings_launch)
+    with pytest.raises(CUDAError, match="CUDA_ERROR_INVALID_VALUE"):
+        ac.launch(probe, 4, 32, (0,))
+    assert nb.launch_ex is nb._bindings_launch_ex
+    ac.launch(probe, 4, 32, (1,))
+    assert rec.errors == [(invalid,)]
+    assert [s[:2] for s in seen] == [(4, 32)] * 2 and {s[3:] for s in seen} == {(0xF00D, 0)}
+
+
+def test_the_driver_function_is_the_one_cuda_bindings_calls(monkeypatch):
+    from cuda.bindings._internal import driver as internal
+
+    asked = []
+    target = fake_driver_launch([7], [])
+    address = ctypes.cast(target, ctypes.c_void_p).value
+    monkeypatch.setattr(internal, "_inspect_function_pointer",
+                        lambda name: asked.append(name) or address)
+    fn = nb._driver_function("cuLaunchKernelEx", *(ctypes.c_void_p,) * 4)
+    assert asked == ["__cuLaunchKernelEx"]  # cuda.bindings' own pointer for it
+    assert fn(1, 2, 3, None) == 7
+
+
+def test_the_current_context_through_ctypes(fake_context, monkeypatch):
+    from numba.cuda.cudadrv import devices
+
+    contexts = [0x5151, 0, 0x6262]
+    codes = [0, 0, 1]
+
+    @ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+    def ctx_get_current(out):
+        ctypes.c_void_p.from_address(out).value = contexts.pop(0)
+        return codes.pop(0)
+
+    monkeypatch.setattr(nb, "_driver_function", lambda name, *argtypes: ctx_get_current)
+    monkeypatch.setattr(nb, "_ctx_get_current", None)
+    assert nb.current_context_handle() == CTX  # Numba's attached context: no driver call
+    monkeypatch.delattr(devices._runtime._tls, "attached_context")
+    # the driver's current context; none: 0; an error: 0
+    assert [nb.current_context_handle() for _ in range(3)] == [0x5151, 0, 0]
+    assert nb._ctx_get_current is ctx_get_current and contexts == []
+    # libcuda not loadable by ctypes: cuda.bindings' call, the same answers
+    binding = nb_binding()
+    answers = [(binding.CUresult.CUDA_SUCCESS, binding.CUcontext(0x7373)),
+               (binding.CUresult.CUDA_SUCCESS, None),
+               (binding.CUresult.CUDA_ERROR_INVALID_CONTEXT, binding.CUcontext(0x7474))]
+    monkeypatch.setattr(nb, "_driver_function", lambda name, *argtypes: None)
+    monkeypatch.setattr(nb, "_ctx_get_current", None)
+    monkeypatch.setattr(nb, "_cuCtxGetCurrent", lambda: answers.pop(0))
+    assert [nb.current_context_handle() for _ in range(3)] == [0x7373, 0, 0]
+    assert nb._ctx_get_current is nb._bindings_ctx_get_current
 
 
 # --- cost: far less Python work than numba's own launch -------------------------------------------
@@ -883,8 +1004,13 @@ def test_the_fast_path_makes_a_few_python_calls(driver, probe, monkeypatch):
 
     ours = lambda: ac.launch(add, 528, 128, (a, b, c), cluster=2)  # noqa: E731
     numbas = lambda: add[528, 128](a, b, c)  # noqa: E731
+    # the driver's launch: a C function taking its 4 arguments through ctypes,
+    # as the driver's is called (libc's memccpy copying 0 bytes: it returns
+    # NULL, CUDA_SUCCESS), on an int handle
+    libc = ctypes.CDLL(None)
+    monkeypatch.setattr(nb, "launch_ex", LAUNCH_PROTO(ctypes.cast(libc.memccpy, ctypes.c_void_p).value))
+    monkeypatch.setattr(nb, "launch_handle", lambda kernel, cufunc: 0xF00D)
     ours(), numbas()  # first launches check and cache
-    monkeypatch.setattr(nb, "launch_ex", slice)  # a C function taking 3 arguments: no Python call
     # the lambda, ac.launch, _prepared.run and the generated fill (the same
     # shape objects as the last launch: its claim; the default stream and
     # Numba's attached context are read in run)
