@@ -227,7 +227,12 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
     inlined device functions; each consumer warpgroup runs its own inlined
     copy of its part, its MMA tiles' index a constant, and the loop counts
     and tile arithmetic are 32-bit, so that the k-loop's SASS has no 64-bit
-    arithmetic (``tests/cpu/test_conv2d_tc_ptx.py`` pins its length)."""
+    arithmetic (``tests/cpu/test_conv2d_tc_ptx.py`` pins its length).  The
+    k-loop is unrolled by two (an odd last step after), as nvcc unrolls the
+    CUDA C++ twin's, and the tile walk steps its (pixel tile, channel tile)
+    by ``gridDim.x`` with one carry instead of dividing a tile, so that no
+    division's latency lies between a tile's epilogue and its next tile's
+    first MMA."""
     from .hgemm import _carve
 
     if bn % 16 or not 16 <= bn <= 256:
@@ -302,35 +307,45 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
         return ps
 
     @dev
-    def consume(pipe, st, sm, sb, j, acc, acc1, steps, leader):
-        # one tile's k-loop of a consumer warpgroup whose MMA tiles are
-        # j (and j + 1) of the A ring viewed as 64-row MMA tiles (sm),
-        # ending with its MMAs done and its last slot released
-        prev = st
-        for t in range(steps):
-            ac.pipeline.consumer_wait(pipe, st)
-            acc = ac.wgmma_fence(acc)
+    def kstep(pipe, st, prev, sm, sb, j, acc, acc1, t, leader):
+        # k-step t of a consumer's tile: wait for its slot, its MMAs, then
+        # (the MMAs of step t - 1 done) release the slot of step t - 1
+        ac.pipeline.consumer_wait(pipe, st)
+        acc = ac.wgmma_fence(acc)
+        if MT == 2:
+            acc1 = ac.wgmma_fence(acc1)
+        for kk in range(bc // 16):
+            fd = ac.wgmma_descriptor(sb[st.slot, :, 0, 16 * kk:16 * kk + 16], swizzle=swz)
+            acc = ac.wgmma_mma_async(
+                acc, ac.wgmma_descriptor(sm[st.slot, j, :, 16 * kk:16 * kk + 16], swizzle=swz),
+                fd, dtype=dtype, scale_d=(t > 0) or (kk > 0))
             if MT == 2:
-                acc1 = ac.wgmma_fence(acc1)
-            for kk in range(bc // 16):
-                fd = ac.wgmma_descriptor(sb[st.slot, :, 0, 16 * kk:16 * kk + 16], swizzle=swz)
-                acc = ac.wgmma_mma_async(
-                    acc, ac.wgmma_descriptor(sm[st.slot, j, :, 16 * kk:16 * kk + 16], swizzle=swz),
+                acc1 = ac.wgmma_mma_async(
+                    acc1,
+                    ac.wgmma_descriptor(sm[st.slot, j + 1, :, 16 * kk:16 * kk + 16], swizzle=swz),
                     fd, dtype=dtype, scale_d=(t > 0) or (kk > 0))
-                if MT == 2:
-                    acc1 = ac.wgmma_mma_async(
-                        acc1,
-                        ac.wgmma_descriptor(sm[st.slot, j + 1, :, 16 * kk:16 * kk + 16], swizzle=swz),
-                        fd, dtype=dtype, scale_d=(t > 0) or (kk > 0))
-            ac.wgmma_commit_group()
-            # the MMAs of step t - 1 are done: free their slot
-            acc = ac.wgmma_wait_group(1, acc)
-            if MT == 2:
-                acc1 = ac.wgmma_wait_group(1, acc1)
-            if t > 0 and leader:
-                ac.pipeline.consumer_release(pipe, prev)
-            prev = st
-            st = ac.pipeline.advance(pipe, st)
+        ac.wgmma_commit_group()
+        acc = ac.wgmma_wait_group(1, acc)
+        if MT == 2:
+            acc1 = ac.wgmma_wait_group(1, acc1)
+        if t > 0 and leader:
+            ac.pipeline.consumer_release(pipe, prev)
+        return ac.pipeline.advance(pipe, st), st, acc, acc1
+
+    @dev
+    def consume(pipe, st, sm, sb, j, acc, acc1, steps, leader):
+        # one tile's k-loop, unrolled by two (an odd last step after), ending
+        # with its MMAs done and its last slot released
+        # (the pair count and the step index 32-bit: steps >= 0)
+        prev = st
+        for t2 in range(np.int32(np.uint32(steps) >> np.uint32(1))):
+            t = np.int32(t2 + t2)
+            st, prev, acc, acc1 = kstep(pipe, st, prev, sm, sb, j, acc, acc1, t, leader)
+            st, prev, acc, acc1 = kstep(pipe, st, prev, sm, sb, j, acc, acc1, np.int32(t + 1),
+                                        leader)
+        if np.uint32(steps) & np.uint32(1):
+            st, prev, acc, acc1 = kstep(pipe, st, prev, sm, sb, j, acc, acc1, np.int32(steps - 1),
+                                        leader)
         acc = ac.wgmma_wait_group(0, acc)
         if MT == 2:
             acc1 = ac.wgmma_wait_group(0, acc1)
@@ -355,16 +370,28 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
         store(acc, acc1, out_, m0 + TC_BM * j, k0)
 
     @dev
-    def walk(pipe, sm, sb, out_, j, ntiles, ntn, steps, leader):
+    def next_tile(mi, ni, gq, gr, ntn):
+        # (pixel tile, channel tile) of the tile gridDim.x further on, from
+        # this one's: gridDim.x = gq * ntn + gr, gr < ntn, so one carry at
+        # most (no division a tile: its latency would come before the tile's
+        # first MMA, not after its last as in the twin)
+        ni = np.uint32(ni + gr)
+        mi = np.uint32(mi + gq)
+        if ni >= ntn:
+            ni = np.uint32(ni - ntn)
+            mi = np.uint32(mi + np.uint32(1))
+        return mi, ni
+
+    @dev
+    def walk(pipe, sm, sb, out_, j, ntiles, ntn, mi, ni, gq, gr, steps, leader):
         acc = ac.wgmma_zero(bn)
         acc1 = ac.wgmma_zero(N1)
         st = ac.pipeline.consumer_start(pipe)
-        for tile in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
-            mi = np.uint32(tile) // ntn
-            k0 = (np.uint32(tile) - mi * ntn) * bn
+        for _ in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
             st, acc, acc1 = consume(pipe, st, sm, sb, j, acc, acc1, steps, leader)
             # (persistent: the producer is already filling the next tile's slots)
-            store(acc, acc1, out_, mi * BMT + TC_BM * j, k0)
+            store(acc, acc1, out_, mi * BMT + TC_BM * j, ni * bn)
+            mi, ni = next_tile(mi, ni, gq, gr, ntn)
 
     def conv(xmap, wmap, out_, N, P, Q, C):
         dyn = cuda.shared.array(0, storage, alignment=1024)
@@ -415,6 +442,13 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
         ntiles = np.int32(((out_.shape[0] + BMT - 1) // BMT) * ntn)
         pq = np.uint32(P * Q)
         q32 = np.uint32(Q)
+        # the first tile's (pixel tile, channel tile) and the walk's stride
+        # gridDim.x as gq channel-tile rows and gr channel tiles: the tile
+        # loops step them (next_tile) instead of dividing a tile
+        mi = np.uint32(np.uint32(cuda.blockIdx.x) // ntn)
+        ni = np.uint32(np.uint32(cuda.blockIdx.x) - mi * ntn)
+        gq = np.uint32(np.uint32(cuda.gridDim.x) // ntn)
+        gr = np.uint32(np.uint32(cuda.gridDim.x) - gq * ntn)
         if wg == 0:
             ac.setmaxnreg_dec(PROD)
             if tid < 32:
@@ -422,18 +456,18 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
                     ac.fence_proxy_tensormap(xmap)
                     ac.fence_proxy_tensormap(wmap)
                     ps = ac.pipeline.producer_start(pipe)
-                    for tile in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
-                        mi = np.uint32(tile) // ntn
-                        k0 = (np.uint32(tile) - mi * ntn) * bn
+                    for _ in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
                         img, h0, w0 = origin(np.uint32(mi * BMT), pq, q32)
-                        ps = produce(pipe, ps, sa, sb, xmap, wmap, img, h0, w0, k0, chunks)
+                        ps = produce(pipe, ps, sa, sb, xmap, wmap, img, h0, w0, ni * bn, chunks)
+                        mi, ni = next_tile(mi, ni, gq, gr, ntn)
         else:
             ac.setmaxnreg_inc(CONS)
             leader = (tid % 128) == 0
             if consumers == 1 or wg == 1:
-                walk(pipe, sm, sb, out_, np.uint32(0), ntiles, ntn, steps, leader)
+                walk(pipe, sm, sb, out_, np.uint32(0), ntiles, ntn, mi, ni, gq, gr, steps, leader)
             else:
-                walk(pipe, sm, sb, out_, np.uint32(MT), ntiles, ntn, steps, leader)
+                walk(pipe, sm, sb, out_, np.uint32(MT), ntiles, ntn, mi, ni, gq, gr, steps,
+                     leader)
 
     jit = cuda.jit if ac.sim.ENABLED else cuda.jit(launch_bounds=(threads, ctas))
     fn = conv_tiles if (MT == 2 or persistent) else conv
