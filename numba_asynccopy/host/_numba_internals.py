@@ -51,7 +51,6 @@ NAMES: tuple[tuple[str, str], ...] = (
     ("cuda.bindings.driver", "cuLaunchKernelEx"),
     ("cuda.bindings.driver", "cuCtxGetCurrent"),
     ("cuda.bindings.driver", "CUresult"),
-    ("cuda.bindings._internal.driver", "_inspect_function_pointer"),
     ("cuda.bindings.driver", "CUlaunchConfig"),
     ("cuda.bindings.driver", "CUlaunchAttribute"),
     ("cuda.bindings.driver", "CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION"),
@@ -365,24 +364,31 @@ def _ptds() -> bool:
     return bool(int(os.getenv("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", default=0)))
 
 
+def _bindings_function_pointer(name: str) -> int:
+    """The pointer cuda.bindings' own ``cuda.bindings.driver.<name>`` calls
+    (cuda.bindings resolves every driver function once, through
+    ``cuGetProcAddress`` of the libcuda it loaded, the ``_ptsz`` variant
+    where ``CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM`` is set), from
+    ``cuda.bindings._internal.driver._inspect_function_pointer``; 0 where
+    this cuda.bindings has no such helper (13.3 and older: not a name this
+    module depends on, so it is not in :data:`NAMES`) or no driver."""
+    try:
+        from cuda.bindings._internal import driver as _internal
+
+        return int(_internal._inspect_function_pointer(f"__{name}") or 0)
+    except Exception:  # noqa: BLE001 - no such module or helper, or no driver
+        return 0
+
+
 def _driver_function(name: str, *argtypes: Any) -> Any:
     """The driver function ``name`` (returning a ``CUresult``) as a ctypes
-    function on the pointer cuda.bindings' own ``cuda.bindings.driver.<name>``
-    calls: cuda.bindings resolves every driver function once, through
-    ``cuGetProcAddress`` of the libcuda it loaded (the ``_ptsz`` variant
-    where ``CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM`` is set), and shows
-    the pointers in ``_inspect_function_pointer``.  Where that is missing
-    (an older cuda.bindings): the symbol of ``libcuda.so.1`` (the library
+    function: on :func:`_bindings_function_pointer` where cuda.bindings
+    shows it, else on the symbol of ``libcuda.so.1`` (the library
     cuda.bindings opens; loaded already, so the same one), ``_ptsz`` as
     cuda.bindings picks it.  None where libcuda cannot be loaded by ctypes
     at all: then the caller keeps cuda.bindings' own call."""
     proto = ctypes.CFUNCTYPE(ctypes.c_int, *argtypes)
-    try:
-        from cuda.bindings._internal import driver as _internal
-
-        ptr = _internal._inspect_function_pointer(f"__{name}")
-    except Exception:  # noqa: BLE001 - no such helper, or no driver: try the library
-        ptr = 0
+    ptr = _bindings_function_pointer(name)
     if ptr:
         return proto(ptr)
     try:
@@ -426,20 +432,6 @@ def launch_failed(rc: int) -> None:
     _handle_return((_CUresult(rc),))
 
 
-class _CtxBuffer(threading.local):
-    """Per thread: the ``CUcontext`` that ``cuCtxGetCurrent`` writes (the
-    driver call releases the GIL, so another thread's call must not write
-    the same memory), and its address."""
-
-    def __init__(self) -> None:
-        self.buf = ctypes.c_void_p()
-        self.addr = ctypes.addressof(self.buf)
-
-
-_ctx_buffer = _CtxBuffer()
-_ctx_get_current: Any = None  # ctypes cuCtxGetCurrent, resolved at the first look-up
-
-
 def current_context_handle() -> int:
     """The context Numba would launch in now, as an int: the thread's
     attached context, else the driver's current one (0: none yet, or the
@@ -452,30 +444,11 @@ def current_context_handle() -> int:
 
 def driver_context_handle() -> int:
     """The driver's current context (``cuCtxGetCurrent``), as an int; 0 for
-    none or an error."""
-    get = _ctx_get_current
-    if get is None:
-        return _first_ctx_get_current()
-    b = _ctx_buffer
-    if get(b.addr):
-        return 0
-    return b.buf.value or 0
-
-
-def _bindings_ctx_get_current(address: int) -> int:
-    # cuda.bindings' own call, where libcuda cannot be loaded by ctypes
+    none or an error.  cuda.bindings' own call: on the H200 it took 0.13 us
+    where the same function through ctypes (a per-thread out-buffer) took
+    0.42 us, unlike the launch, where the two cost the same."""
     rc, ctx = _cuCtxGetCurrent()
-    ctypes.c_void_p.from_address(address).value = None if rc or ctx is None else int(ctx)
-    return int(rc)
-
-
-def _first_ctx_get_current() -> int:
-    """The first driver look-up: resolves ``cuCtxGetCurrent`` (as
-    :func:`_first_launch_ex` does the launch) for every later one."""
-    global _ctx_get_current
-    fn = _driver_function("cuCtxGetCurrent", ctypes.c_void_p)
-    _ctx_get_current = _bindings_ctx_get_current if fn is None else fn
-    return driver_context_handle()
+    return 0 if rc or ctx is None else int(ctx)
 
 
 if SIMULATOR:

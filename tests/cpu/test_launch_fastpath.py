@@ -22,10 +22,11 @@ So these tests run the real ``dispatcher.configure`` / ``dispatcher.call``
 from __future__ import annotations
 
 import ctypes
+import importlib
 import re
 import sys
 from collections import namedtuple
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 
 import numpy as np
 import pytest
@@ -930,46 +931,66 @@ def test_without_ctypes_the_bindings_call_launches(driver_calls, probe, monkeypa
 
 
 def test_the_driver_function_is_the_one_cuda_bindings_calls(monkeypatch):
-    from cuda.bindings._internal import driver as internal
-
+    # a cuda.bindings that shows its pointers (13.5 and newer)
     asked = []
     target = fake_driver_launch([7], [])
     address = ctypes.cast(target, ctypes.c_void_p).value
-    monkeypatch.setattr(internal, "_inspect_function_pointer",
-                        lambda name: asked.append(name) or address)
+    fake = ModuleType("cuda.bindings._internal.driver")
+    fake._inspect_function_pointer = lambda name: asked.append(name) or address
+    monkeypatch.setitem(sys.modules, "cuda.bindings._internal.driver", fake)
+    # (``from package import driver`` reads the package's attribute first)
+    monkeypatch.setattr(importlib.import_module("cuda.bindings._internal"), "driver", fake, raising=False)
+    assert nb._bindings_function_pointer("cuLaunchKernelEx") == address
     fn = nb._driver_function("cuLaunchKernelEx", *(ctypes.c_void_p,) * 4)
-    assert asked == ["__cuLaunchKernelEx"]  # cuda.bindings' own pointer for it
+    assert asked == ["__cuLaunchKernelEx"] * 2  # cuda.bindings' own pointer for it
     assert fn(1, 2, 3, None) == 7
 
 
-def test_the_current_context_through_ctypes(fake_context, monkeypatch):
+@pytest.mark.parametrize("ptds", [False, True])
+def test_without_the_bindings_pointer_the_libcuda_symbol(monkeypatch, ptds):
+    # a cuda.bindings without _internal.driver (13.3 and older): the symbol
+    # of libcuda.so.1, the per-thread-stream variant where cuda.bindings uses it
+    monkeypatch.setitem(sys.modules, "cuda.bindings._internal.driver", None)  # import fails
+    monkeypatch.delattr(importlib.import_module("cuda.bindings._internal"), "driver", raising=False)
+    assert nb._bindings_function_pointer("cuLaunchKernelEx") == 0
+    target = fake_driver_launch([9], [])
+    opened, looked_up = [], []
+
+    class FakeLib:
+        def __init__(self, path):
+            opened.append(path)
+
+        def __getitem__(self, sym):
+            looked_up.append(sym)
+            return target
+
+    monkeypatch.setattr(ctypes, "CDLL", FakeLib)
+    monkeypatch.setattr(ctypes, "CFUNCTYPE", lambda *types_: (
+        lambda spec: spec[1][spec[0]] if isinstance(spec, tuple) else None))
+    monkeypatch.setenv("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "1" if ptds else "0")
+    fn = nb._driver_function("cuLaunchKernelEx", *(ctypes.c_void_p,) * 4)
+    assert opened == ["libcuda.so.1"]
+    assert looked_up == ["cuLaunchKernelEx_ptsz" if ptds else "cuLaunchKernelEx"]
+    assert fn(1, 2, 3, None) == 9
+    # no libcuda at all: None (the caller keeps cuda.bindings' call)
+    monkeypatch.setattr(ctypes, "CDLL", lambda path: (_ for _ in ()).throw(OSError(path)))
+    assert nb._driver_function("cuLaunchKernelEx", *(ctypes.c_void_p,) * 4) is None
+
+
+def test_the_current_context(fake_context, monkeypatch):
     from numba.cuda.cudadrv import devices
 
-    contexts = [0x5151, 0, 0x6262]
-    codes = [0, 0, 1]
-
-    @ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
-    def ctx_get_current(out):
-        ctypes.c_void_p.from_address(out).value = contexts.pop(0)
-        return codes.pop(0)
-
-    monkeypatch.setattr(nb, "_driver_function", lambda name, *argtypes: ctx_get_current)
-    monkeypatch.setattr(nb, "_ctx_get_current", None)
-    assert nb.current_context_handle() == CTX  # Numba's attached context: no driver call
-    monkeypatch.delattr(devices._runtime._tls, "attached_context")
-    # the driver's current context; none: 0; an error: 0
-    assert [nb.current_context_handle() for _ in range(3)] == [0x5151, 0, 0]
-    assert nb._ctx_get_current is ctx_get_current and contexts == []
-    # libcuda not loadable by ctypes: cuda.bindings' call, the same answers
     binding = nb_binding()
     answers = [(binding.CUresult.CUDA_SUCCESS, binding.CUcontext(0x7373)),
                (binding.CUresult.CUDA_SUCCESS, None),
                (binding.CUresult.CUDA_ERROR_INVALID_CONTEXT, binding.CUcontext(0x7474))]
-    monkeypatch.setattr(nb, "_driver_function", lambda name, *argtypes: None)
-    monkeypatch.setattr(nb, "_ctx_get_current", None)
     monkeypatch.setattr(nb, "_cuCtxGetCurrent", lambda: answers.pop(0))
+    assert nb.current_context_handle() == CTX  # Numba's attached context: no driver call
+    assert len(answers) == 3
+    monkeypatch.delattr(devices._runtime._tls, "attached_context")
+    # the driver's current context; none: 0; an error: 0
     assert [nb.current_context_handle() for _ in range(3)] == [0x7373, 0, 0]
-    assert nb._ctx_get_current is nb._bindings_ctx_get_current
+    assert answers == []
 
 
 # --- cost: far less Python work than numba's own launch -------------------------------------------
