@@ -148,7 +148,8 @@ def headline() -> str:
     low = sorted((r for r in idioms if not r.verdict.startswith("met")), key=lambda r: r.ratio)
     tail = (f"Porting idioms (CUDA C++ kernels ported line by line, each against its nvcc original): "
             f"{len(met)} of {len(idioms)} rows at or above 0.97"
-            + (": the misses are " + ", ".join(f"{r.benchmark[len('idiom: '):]} {r.ratio:.3f}" for r in low)
+            + ((": the miss is " if len(low) == 1 else ": the misses are ")
+               + ", ".join(f"{r.benchmark[len('idiom: '):]} {r.ratio:.3f}" for r in low)
                if low else "") + ".")
     return (textwrap.fill(head, 76) + "\n\n" + "\n".join(lines) + "\n\n" + textwrap.fill(tail, 76))
 

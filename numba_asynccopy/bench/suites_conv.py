@@ -5,7 +5,8 @@ For each layer and batch it records
 
 - ``numba_conv_tc_sweep_{layer}_b{n}_{config}``: the tensor-core implicit
   GEMM (bf16 in and out, fp32 accumulation; im2col + tiled TMA, wgmma) in
-  each configuration of :data:`CANDIDATES` (information);
+  each configuration of :data:`CANDIDATES` and :data:`UNROLLED`
+  (information);
 - ``numba_conv_tc_bf16_{layer}_b{n}``: the fastest of those, and
   ``twin_conv_tc_bf16_{layer}_b{n}``, its CUDA C++ twin
   (``twins_conv.cu``) in the same configuration, timed in alternation;
@@ -46,14 +47,29 @@ CANDIDATES = {
     "14x14_c256_s2": ((128, 1, 3, 2, 1, False), (64, 1, 4, 2, 1, False), (128, 1, 3, 2, 1, True),
                       (64, 1, 4, 2, 1, True)),
 }
+#: the candidates also swept with the k-loop unrolled by two (``unroll=2``
+#: of ``make_conv2d_tc``; ours only: nvcc unrolls the twin's loop itself, so
+#: the twin runs the same six-number configuration).  On the H200
+#: (2026-12-03) unrolling took the 56x56 layer at batch 32 from 0.955 to
+#: 0.979 of the twin in one configuration and cost 4 % at batch 128 in it,
+#: so the sweep decides per layer and batch.
+UNROLLED = {
+    "56x56_c64": ((64, 2, 4, 2, 1, True), (64, 1, 4, 2, 2, True)),
+}
 
 
-def tag_of(cand: tuple) -> str:
+def tag_of(cand: tuple, unroll: int = 1) -> str:
     """A configuration's name in the sweep's keys: ``bn64_c2_s4_x2``, then
-    ``_m2`` for two MMA tiles a consumer and ``_p`` for a persistent grid."""
+    ``_m2`` for two MMA tiles a consumer, ``_p`` for a persistent grid and
+    ``_u2`` for the k-loop unrolled by two (:data:`UNROLLED`)."""
     bn, consumers, stages, ctas, mtiles, persistent = cand
     return (f"bn{bn}_c{consumers}_s{stages}_x{ctas}" + (f"_m{mtiles}" if mtiles > 1 else "")
-            + ("_p" if persistent else ""))
+            + ("_p" if persistent else "") + (f"_u{unroll}" if unroll > 1 else ""))
+
+
+def sweep_of(layer: str) -> list[tuple[tuple, int]]:
+    """``(candidate, unroll)`` of every configuration the sweep times for ``layer``."""
+    return [(c, 1) for c in CANDIDATES[layer]] + [(c, 2) for c in UNROLLED.get(layer, ())]
 
 
 def suite_keys(quick: bool) -> list[str]:
@@ -136,10 +152,10 @@ def suite_conv2d(r) -> None:
             key_a, key_b = f"numba_conv_tc_bf16_{layer}_b{n}", f"twin_conv_tc_bf16_{layer}_b{n}"
             lab = f"conv2d bf16 {layer} batch {n}"
 
-            def ours_of(bn, consumers, stages, ctas, mtiles, persistent):
+            def ours_of(bn, consumers, stages, ctas, mtiles, persistent, unroll=1):
                 kern = cv.make_conv2d_tc(R, S, stride, dilation, padding, bn=bn, bc=64,
                                          stages=stages, consumers=consumers, out="bf16", ctas=ctas,
-                                         mtiles=mtiles, persistent=persistent)
+                                         mtiles=mtiles, persistent=persistent, unroll=unroll)
                 xmap, wmap = cv.maps_tc(x.view(torch.uint16),
                                         w.view(torch.uint16).reshape(K, R * S, C), kern, stride,
                                         padding, dilation)
@@ -147,19 +163,20 @@ def suite_conv2d(r) -> None:
                 # a bound launcher: grid and arguments once, as the twin's pointers
                 return cv.bind_tc(kern, xd, wd, yd, n, P, Q, C), (xmap, wmap, kern)
 
-            best, best_ms = None, float("inf")
-            for cand in CANDIDATES[layer]:
+            best, best_ms, best_unroll = None, float("inf"), 1
+            for cand, unroll in sweep_of(layer):
                 bn, consumers, stages, ctas, mtiles, persistent = cand
-                tag = tag_of(cand)
+                tag = tag_of(cand, unroll)
                 try:
-                    launch, _ = ours_of(*cand)
+                    launch, _ = ours_of(*cand, unroll=unroll)
                     m = r.measure(f"numba_conv_tc_sweep_{layer}_b{n}_{tag}", f"{lab} sweep {tag}",
                                   "numba", "TFLOP/s", work, launch, check_of(launch, y, 1e-2),
                                   config=dict(cfg, bn=bn, consumers=consumers, stages=stages,
-                                              ctas=ctas, mtiles=mtiles, persistent=persistent),
+                                              ctas=ctas, mtiles=mtiles, persistent=persistent,
+                                              unroll=unroll),
                                   reps=5)
                     if m.status == "ok" and m.ms < best_ms:
-                        best, best_ms = cand, m.ms
+                        best, best_ms, best_unroll = cand, m.ms, unroll
                 except Exception as e:
                     r.fail(f"numba_conv_tc_sweep_{layer}_b{n}_{tag}", f"{lab} sweep {tag}", "numba",
                            "TFLOP/s", f"error: {type(e).__name__}: {e}")
@@ -167,11 +184,13 @@ def suite_conv2d(r) -> None:
                 if best is None:
                     raise RuntimeError("no configuration of the sweep ran")
                 bn, consumers, stages, ctas, mtiles, persistent = best
-                ours, (xmap, wmap, kern) = ours_of(*best)
+                ours, (xmap, wmap, kern) = ours_of(*best, unroll=best_unroll)
                 # the twin launches the same grid
                 blocks = cv.grid_tc(kern, n * P * Q, K)[0] if kern.tiled else None
+                # (unroll: ours; the twin's loop is unrolled by nvcc)
                 tcfg = dict(cfg, bn=bn, consumers=consumers, stages=stages, ctas=ctas, bc=64,
-                            mtiles=mtiles, persistent=persistent, grid=list(cv.grid_tc(kern, n * P * Q, K)))
+                            mtiles=mtiles, persistent=persistent, unroll=best_unroll,
+                            grid=list(cv.grid_tc(kern, n * P * Q, K)))
                 tw = _twin(r.twins())
                 xm, wm, yp = ptr(xmap), ptr(wmap), ptr(yu)
                 twin = (lambda: tw(xm, wm, yp, n, P, Q, C, K, R, S, stride, dilation, padding, bn,

@@ -190,7 +190,8 @@ def tc_channels(C: int) -> int:
 @lru_cache(maxsize=None)
 def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1), bn: int = 128,
                    bc: int = 64, stages: int = 4, consumers: int = 2, dtype: str = "bf16",
-                   out: str = "float32", ctas: int = 1, mtiles: int = 1, persistent: bool = False):
+                   out: str = "float32", ctas: int = 1, mtiles: int = 1, persistent: bool = False,
+                   unroll: int = 1):
     """The tensor-core kernel ``conv(xmap, wmap, out, N, P, Q, C)`` for one
     filter geometry (compile-time); launch it with :func:`run_tc` (maps by
     :func:`maps_tc`).
@@ -227,12 +228,17 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
     inlined device functions; each consumer warpgroup runs its own inlined
     copy of its part, its MMA tiles' index a constant, and the loop counts
     and tile arithmetic are 32-bit, so that the k-loop's SASS has no 64-bit
-    arithmetic (``tests/cpu/test_conv2d_tc_ptx.py`` pins its length).  The
-    k-loop is unrolled by two (an odd last step after), as nvcc unrolls the
-    CUDA C++ twin's, and the tile walk steps its (pixel tile, channel tile)
-    by ``gridDim.x`` with one carry instead of dividing a tile, so that no
-    division's latency lies between a tile's epilogue and its next tile's
-    first MMA."""
+    arithmetic (``tests/cpu/test_conv2d_tc_ptx.py`` pins its length).
+
+    ``unroll`` (1 or 2): k-steps a trip of a consumer's k-loop; with 2 the
+    loop runs the steps in pairs (an odd last step after), as nvcc unrolls
+    the CUDA C++ twin's.  Neither is faster everywhere on the H200 (the
+    benchmark's sweep tries both where it paid once), so 1 stays the default.
+
+    Example (compile only; :func:`run_tc` launches)::
+
+        kern = make_conv2d_tc(3, 3, bn=64, consumers=2, ctas=2, persistent=True, unroll=2)
+    """
     from .hgemm import _carve
 
     if bn % 16 or not 16 <= bn <= 256:
@@ -245,6 +251,8 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
         raise ValueError(f"ctas must be 1 or 2 (blocks resident on one SM), got {ctas}")
     if mtiles not in (1, 2):
         raise ValueError(f"mtiles must be 1 or 2 (64-pixel MMA tiles a consumer), got {mtiles}")
+    if type(unroll) is not int or unroll not in (1, 2):
+        raise ValueError(f"unroll must be 1 or 2 (k-steps a trip of the k-loop), got {unroll!r}")
     if persistent not in (True, False):
         raise ValueError(f"persistent must be a bool, got {persistent!r}")
     if dtype not in ("bf16", "f16"):
@@ -307,6 +315,43 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
         return ps
 
     @dev
+    def consume(pipe, st, sm, sb, j, acc, acc1, steps, leader):
+        # one tile's k-loop of a consumer warpgroup whose MMA tiles are
+        # j (and j + 1) of the A ring viewed as 64-row MMA tiles (sm),
+        # ending with its MMAs done and its last slot released
+        prev = st
+        for t in range(steps):
+            ac.pipeline.consumer_wait(pipe, st)
+            acc = ac.wgmma_fence(acc)
+            if MT == 2:
+                acc1 = ac.wgmma_fence(acc1)
+            for kk in range(bc // 16):
+                fd = ac.wgmma_descriptor(sb[st.slot, :, 0, 16 * kk:16 * kk + 16], swizzle=swz)
+                acc = ac.wgmma_mma_async(
+                    acc, ac.wgmma_descriptor(sm[st.slot, j, :, 16 * kk:16 * kk + 16], swizzle=swz),
+                    fd, dtype=dtype, scale_d=(t > 0) or (kk > 0))
+                if MT == 2:
+                    acc1 = ac.wgmma_mma_async(
+                        acc1,
+                        ac.wgmma_descriptor(sm[st.slot, j + 1, :, 16 * kk:16 * kk + 16], swizzle=swz),
+                        fd, dtype=dtype, scale_d=(t > 0) or (kk > 0))
+            ac.wgmma_commit_group()
+            # the MMAs of step t - 1 are done: free their slot
+            acc = ac.wgmma_wait_group(1, acc)
+            if MT == 2:
+                acc1 = ac.wgmma_wait_group(1, acc1)
+            if t > 0 and leader:
+                ac.pipeline.consumer_release(pipe, prev)
+            prev = st
+            st = ac.pipeline.advance(pipe, st)
+        acc = ac.wgmma_wait_group(0, acc)
+        if MT == 2:
+            acc1 = ac.wgmma_wait_group(0, acc1)
+        if leader:
+            ac.pipeline.consumer_release(pipe, prev)
+        return st, acc, acc1
+
+    @dev
     def kstep(pipe, st, prev, sm, sb, j, acc, acc1, t, leader):
         # k-step t of a consumer's tile: wait for its slot, its MMAs, then
         # (the MMAs of step t - 1 done) release the slot of step t - 1
@@ -333,7 +378,7 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
         return ac.pipeline.advance(pipe, st), st, acc, acc1
 
     @dev
-    def consume(pipe, st, sm, sb, j, acc, acc1, steps, leader):
+    def consume_unrolled(pipe, st, sm, sb, j, acc, acc1, steps, leader):
         # one tile's k-loop, unrolled by two (an odd last step after), ending
         # with its MMAs done and its last slot released
         # (the pair count and the step index 32-bit: steps >= 0)
@@ -353,6 +398,9 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
             ac.pipeline.consumer_release(pipe, prev)
         return st, acc, acc1
 
+    # the k-loop the kernel runs (a name bound once: the callers below are the same either way)
+    k_loop = consume if unroll == 1 else consume_unrolled
+
     @dev
     def store(acc, acc1, out_, m, k0):
         ac.wgmma_store(acc, out_, m, k0, dtype=out)
@@ -365,33 +413,21 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
     @dev
     def one_tile(pipe, sm, sb, out_, j, m0, k0, steps, leader):
         st = ac.pipeline.consumer_start(pipe)
-        _, acc, acc1 = consume(pipe, st, sm, sb, j, ac.wgmma_zero(bn), ac.wgmma_zero(N1), steps,
+        _, acc, acc1 = k_loop(pipe, st, sm, sb, j, ac.wgmma_zero(bn), ac.wgmma_zero(N1), steps,
                                leader)
         store(acc, acc1, out_, m0 + TC_BM * j, k0)
 
     @dev
-    def next_tile(mi, ni, gq, gr, ntn):
-        # (pixel tile, channel tile) of the tile gridDim.x further on, from
-        # this one's: gridDim.x = gq * ntn + gr, gr < ntn, so one carry at
-        # most (no division a tile: its latency would come before the tile's
-        # first MMA, not after its last as in the twin)
-        ni = np.uint32(ni + gr)
-        mi = np.uint32(mi + gq)
-        if ni >= ntn:
-            ni = np.uint32(ni - ntn)
-            mi = np.uint32(mi + np.uint32(1))
-        return mi, ni
-
-    @dev
-    def walk(pipe, sm, sb, out_, j, ntiles, ntn, mi, ni, gq, gr, steps, leader):
+    def walk(pipe, sm, sb, out_, j, ntiles, ntn, steps, leader):
         acc = ac.wgmma_zero(bn)
         acc1 = ac.wgmma_zero(N1)
         st = ac.pipeline.consumer_start(pipe)
-        for _ in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
-            st, acc, acc1 = consume(pipe, st, sm, sb, j, acc, acc1, steps, leader)
+        for tile in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
+            mi = np.uint32(tile) // ntn
+            k0 = (np.uint32(tile) - mi * ntn) * bn
+            st, acc, acc1 = k_loop(pipe, st, sm, sb, j, acc, acc1, steps, leader)
             # (persistent: the producer is already filling the next tile's slots)
-            store(acc, acc1, out_, mi * BMT + TC_BM * j, ni * bn)
-            mi, ni = next_tile(mi, ni, gq, gr, ntn)
+            store(acc, acc1, out_, mi * BMT + TC_BM * j, k0)
 
     def conv(xmap, wmap, out_, N, P, Q, C):
         dyn = cuda.shared.array(0, storage, alignment=1024)
@@ -442,13 +478,6 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
         ntiles = np.int32(((out_.shape[0] + BMT - 1) // BMT) * ntn)
         pq = np.uint32(P * Q)
         q32 = np.uint32(Q)
-        # the first tile's (pixel tile, channel tile) and the walk's stride
-        # gridDim.x as gq channel-tile rows and gr channel tiles: the tile
-        # loops step them (next_tile) instead of dividing a tile
-        mi = np.uint32(np.uint32(cuda.blockIdx.x) // ntn)
-        ni = np.uint32(np.uint32(cuda.blockIdx.x) - mi * ntn)
-        gq = np.uint32(np.uint32(cuda.gridDim.x) // ntn)
-        gr = np.uint32(np.uint32(cuda.gridDim.x) - gq * ntn)
         if wg == 0:
             ac.setmaxnreg_dec(PROD)
             if tid < 32:
@@ -456,18 +485,18 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
                     ac.fence_proxy_tensormap(xmap)
                     ac.fence_proxy_tensormap(wmap)
                     ps = ac.pipeline.producer_start(pipe)
-                    for _ in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
+                    for tile in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
+                        mi = np.uint32(tile) // ntn
+                        k0 = (np.uint32(tile) - mi * ntn) * bn
                         img, h0, w0 = origin(np.uint32(mi * BMT), pq, q32)
-                        ps = produce(pipe, ps, sa, sb, xmap, wmap, img, h0, w0, ni * bn, chunks)
-                        mi, ni = next_tile(mi, ni, gq, gr, ntn)
+                        ps = produce(pipe, ps, sa, sb, xmap, wmap, img, h0, w0, k0, chunks)
         else:
             ac.setmaxnreg_inc(CONS)
             leader = (tid % 128) == 0
             if consumers == 1 or wg == 1:
-                walk(pipe, sm, sb, out_, np.uint32(0), ntiles, ntn, mi, ni, gq, gr, steps, leader)
+                walk(pipe, sm, sb, out_, np.uint32(0), ntiles, ntn, steps, leader)
             else:
-                walk(pipe, sm, sb, out_, np.uint32(MT), ntiles, ntn, mi, ni, gq, gr, steps,
-                     leader)
+                walk(pipe, sm, sb, out_, np.uint32(MT), ntiles, ntn, steps, leader)
 
     jit = cuda.jit if ac.sim.ENABLED else cuda.jit(launch_bounds=(threads, ctas))
     fn = conv_tiles if (MT == 2 or persistent) else conv
@@ -614,7 +643,7 @@ def tc_config(M: int, K: int, sms: int = 132) -> tuple[int, int, int, int]:
 def conv2d_tc(x, w, stride=(1, 1), padding=(0, 0), dilation=(1, 1), dtype: str = "bf16",
               out: str = "float32", bn: int | None = None, stages: int | None = None,
               consumers: int | None = None, ctas: int | None = None, mtiles: int = 1,
-              persistent: bool | None = None, blocks: int | None = None):
+              persistent: bool | None = None, blocks: int | None = None, unroll: int = 1):
     """Convolve device arrays ``x`` (NHWC) and ``w`` (KRSC) on the tensor
     cores: bf16 (uint16 bits, ``dtype="bf16"``) or float16 inputs, fp32
     accumulation; returns the NPQK output (float32, or bf16 bits / float16
@@ -624,7 +653,7 @@ def conv2d_tc(x, w, stride=(1, 1), padding=(0, 0), dilation=(1, 1), dtype: str =
     and the grid is persistent (``persistent=None``: persistent exactly
     then); otherwise the missing ones are ``bn`` = K rounded up to 16 (at
     most 256), 4 stages, 2 consumers, 1 block a SM.  ``mtiles``,
-    ``persistent`` and ``blocks`` (a persistent grid's size) as
+    ``persistent``, ``unroll`` and ``blocks`` (a persistent grid's size) as
     :func:`make_conv2d_tc` and :func:`run_tc` say.
 
     Example::
@@ -650,7 +679,7 @@ def conv2d_tc(x, w, stride=(1, 1), padding=(0, 0), dilation=(1, 1), dtype: str =
     ctas = 1 if ctas is None else ctas
     kern = make_conv2d_tc(R, S, stride, dilation, padding, bn=bn, bc=tc_channels(C), stages=stages,
                           consumers=consumers, dtype=dtype, out=out, ctas=ctas, mtiles=mtiles,
-                          persistent=persistent)
+                          persistent=persistent, unroll=unroll)
     xmap, wmap = maps_tc(x, w.reshape(K, R * S, C), kern, stride, padding, dilation)
     odt = {"float32": np.float32, "bf16": np.uint16, "float16": np.float16}[out]
     y = cuda.device_array((N * P * Q, K), odt)

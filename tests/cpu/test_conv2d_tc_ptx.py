@@ -38,11 +38,9 @@ def test_conv2d_tc_sass_has_im2col_hgmma_no_local_memory_no_c7515(bn, bc, consum
     im2col = len(re.findall(r"cp\.async\.bulk\.tensor\.4d\.shared::cluster\.global\.im2col", ptx))
     tiled = len(re.findall(r"cp\.async\.bulk\.tensor\.3d\.shared::cluster\.global\.tile", ptx))
     assert im2col == tiled >= 1, (im2col, tiled)
-    # (one copy of the k-loop a consumer warpgroup, its MMA tiles' index a
-    # constant; the k-loop unrolled by two, as nvcc unrolls the twin's, plus
-    # the odd last step: three copies of a k-step's MMAs)
+    # (one copy of the k-loop a consumer warpgroup, its MMA tiles' index a constant)
     assert (ptx.count(f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.{dtype}.{dtype}")
-            == 3 * consumers * mtiles * bc // 16)
+            == consumers * mtiles * bc // 16)
     # the tile walk: one loop over the tiles, gridDim.x apart
     assert ("%nctaid.x" in ptx) == (mtiles == 2 or persistent)
     cubin, log = toolchain.assemble(ptx, verbose=True)
@@ -86,6 +84,14 @@ def test_bench_registers_the_conv2d_suite():
             cv.make_conv2d_tc(3, 3, bn=bn, consumers=consumers, stages=stages, ctas=ctas,
                               out="bf16", mtiles=mtiles, persistent=persistent)
     assert suites_conv.tag_of((64, 2, 5, 1, 2, True)) == "bn64_c2_s5_x1_m2_p"
+    assert suites_conv.tag_of((64, 2, 4, 2, 1, True), 2) == "bn64_c2_s4_x2_p_u2"
+    # the unrolled ones: candidates the twin has, each a valid kernel with unroll=2
+    for layer, cands in suites_conv.UNROLLED.items():
+        assert set(cands) <= set(suites_conv.CANDIDATES[layer])
+        for bn, consumers, stages, ctas, mtiles, persistent in cands:
+            cv.make_conv2d_tc(3, 3, bn=bn, consumers=consumers, stages=stages, ctas=ctas,
+                              out="bf16", mtiles=mtiles, persistent=persistent, unroll=2)
+    assert [u for _, u in suites_conv.sweep_of("56x56_c64")] == [1] * 4 + [2] * 2
     assert suites_conv.tag_of((128, 2, 4, 1, 1, False)) == "bn128_c2_s4_x1"
 
 
@@ -149,16 +155,10 @@ def _consumer_k_loops(sass: str) -> list[list[str]]:
 #: index were made 32-bit / constant (2026-12-02: 94, 136, 132, 91, 91, 93,
 #: 157, 91, 91, 93, 93) and now, plus a little slack for other ptxas
 #: releases.  The CUDA C++ twin's (same configurations, nvcc 13.0): 84, 114,
-#: 108, 84, 83, 83, 110, 68.5, 66, 69.5, 68.5.  Since 2026-12-03 the k-loop
-#: is unrolled by two (as nvcc unrolls the twin's; counts a k-step are half a
-#: trip's) and the tile walk steps its tile coordinates instead of dividing:
-#: the two persistent two-consumer configurations' k-steps then do their
-#: descriptor arithmetic in vector registers as the twin's do (87 and 86,
-#: from 76), yet the 56x56 layer ran 2 % faster on the H200
-#: (benchmarks/h200-2026-12-03/conv_ab.py), so their limits rose from 80 and 78.
+#: 108, 84, 83, 83, 110, 68.5, 66, 69.5, 68.5.
 K_STEP_LIMITS = {
-    (64, 2, 4, 2, 1, True): 90, (64, 2, 5, 1, 2, True): 136, (64, 1, 4, 2, 2, True): 104,
-    (64, 2, 4, 2, 1, False): 91, (128, 2, 4, 1, 1, False): 90, (128, 2, 4, 1, 1, True): 89,
+    (64, 2, 4, 2, 1, True): 80, (64, 2, 5, 1, 2, True): 136, (64, 1, 4, 2, 2, True): 104,
+    (64, 2, 4, 2, 1, False): 91, (128, 2, 4, 1, 1, False): 90, (128, 2, 4, 1, 1, True): 78,
     (128, 2, 4, 1, 2, True): 136, (128, 1, 3, 2, 1, False): 70, (64, 1, 4, 2, 1, False): 69,
     (128, 1, 3, 2, 1, True): 74, (64, 1, 4, 2, 1, True): 73,
 }
@@ -185,8 +185,45 @@ def test_conv2d_tc_k_loop_is_32_bit_and_as_short_as_pinned(cand):
     assert len(loops) == consumers, [len(b) for b in loops]
     for body in loops:
         hgmma = sum("HGMMA" in x for x in body)
-        # two k-steps a trip (the k-loop unrolled by two): 64 channels, 4 k16 MMAs a tile a step
-        assert hgmma == 2 * mtiles * 4, hgmma
+        assert hgmma == mtiles * 4, hgmma  # one k-step a trip: 64 channels, 4 k16 MMAs a tile
         wide = [x for x in body if re.search(r"\.X\b|\.EX\b", x)]
         assert not wide, wide
-        assert len(body) / 2 <= K_STEP_LIMITS[cand], (len(body) / 2, K_STEP_LIMITS[cand])
+        assert len(body) <= K_STEP_LIMITS[cand], (len(body), K_STEP_LIMITS[cand])
+
+
+#: :data:`K_STEP_LIMITS` of the configurations also swept with the k-loop
+#: unrolled by two (``unroll=2``), a k-step being half a trip: 88 and 87
+#: (the two consumers' copies) and 98 with ptxas of CUDA 13.0, plus slack.
+#: The two-consumer one is longer a step than its plain loop's (76): ptxas
+#: then keeps the descriptors' arithmetic in vector registers, as the twin's.
+UNROLLED_K_STEP_LIMITS = {(64, 2, 4, 2, 1, True): 90, (64, 1, 4, 2, 2, True): 100}
+
+
+@pytest.mark.parametrize("cand", sorted(UNROLLED_K_STEP_LIMITS))
+def test_conv2d_tc_unrolled_k_loop_runs_two_steps_a_trip(cand):
+    """``unroll=2``: three copies of a k-step's MMAs in the PTX (the pair and
+    the odd last step); in SASS one loop a consumer warpgroup with two
+    k-steps' HGMMAs a trip, no 64-bit arithmetic, at most the pinned count
+    a k-step.  A bad ``unroll`` is refused with the rule."""
+    from numba_asynccopy.bench import suites_conv
+
+    assert cand in {c for cs in suites_conv.UNROLLED.values() for c in cs}
+    bn, consumers, stages, ctas, mtiles, persistent = cand
+    k = cv.make_conv2d_tc(3, 3, (1, 1), (1, 1), (1, 1), bn=bn, bc=64, consumers=consumers,
+                          stages=stages, out="bf16", ctas=ctas, mtiles=mtiles,
+                          persistent=persistent, unroll=2)
+    sig = (types.uint64[::1], types.uint64[::1], types.uint16[:, ::1]) + (types.int64,) * 4
+    ptx = cuda.compile_ptx(k.kernel.py_func, sig, cc=(9, 0, "a"),
+                           launch_bounds=(k.threads, ctas))[0]
+    assert (ptx.count(f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.bf16.bf16")
+            == 3 * consumers * mtiles * 64 // 16)
+    sass = toolchain.disassemble(toolchain.assemble(ptx)[0])
+    loops = _consumer_k_loops(sass)
+    assert len(loops) == consumers, [len(b) for b in loops]
+    for body in loops:
+        assert sum("HGMMA" in x for x in body) == 2 * mtiles * 4
+        assert not [x for x in body if re.search(r"\.X\b|\.EX\b", x)]
+        assert len(body) / 2 <= UNROLLED_K_STEP_LIMITS[cand], (len(body) / 2, UNROLLED_K_STEP_LIMITS[cand])
+    for bad in (0, 3, 2.0, "2", True):
+        with pytest.raises(ValueError, match=r"^unroll must be 1 or 2 \(k-steps a trip of the k-loop\), got "):
+            cv.make_conv2d_tc(3, 3, bn=bn, consumers=consumers, unroll=bad)

@@ -92,6 +92,35 @@ def test_conv2d_tc_tile_walk_matches_numpy(shape, stride, padding, dilation, dty
         np.testing.assert_allclose(y, ref, rtol=1e-5, atol=2e-5 * np.sqrt(R * S * C) * 4)
 
 
+#: ``unroll=2`` (k-steps in pairs, an odd last step after): an odd step count
+#: (9), an even one (18: two 64-channel chunks of C = 72), one step (a 1x1
+#: filter: no pair), on a tile walk and a block a tile; the last, the
+#: benchmark's 56x56 configuration on a batch of 2 (GPU only)
+UNROLL_CASES = [
+    ((1, 9, 11, 48, 40, 3, 3), (1, 1), (1, 1), (1, 1), "bf16", 48, 2, 1, 1, True, 3),
+    ((1, 6, 7, 72, 16, 3, 3), (2, 1), (1, 1), (1, 2), "f16", 16, 1, 2, 2, True, None),
+    ((1, 8, 8, 64, 32, 1, 1), (1, 1), (0, 0), (1, 1), "bf16", 32, 2, 1, 1, False, None),
+    ((2, 56, 56, 64, 64, 3, 3), (1, 1), (1, 1), (1, 1), "bf16", 64, 2, 2, 1, True, None),
+]
+
+
+@pytest.mark.parametrize("shape, stride, padding, dilation, dtype, bn, consumers, ctas, mtiles, "
+                         "persistent, blocks", UNROLL_CASES)
+def test_conv2d_tc_unrolled_k_loop_matches_numpy(shape, stride, padding, dilation, dtype, bn,
+                                                 consumers, ctas, mtiles, persistent, blocks):
+    N, H, W, C, K, R, S = shape
+    if SIM and N * H * W * C * K > 200_000:
+        pytest.skip("a large shape: the simulator runs the small ones")
+    rng = np.random.default_rng()
+    xh, xv = inputs(rng, (N, H, W, C), dtype)
+    wh, wv = inputs(rng, (K, R, S, C), dtype)
+    y = cv.conv2d_tc(cuda.to_device(xh), cuda.to_device(wh), stride, padding, dilation, dtype=dtype,
+                     bn=bn, consumers=consumers, ctas=ctas, stages=3 if ctas == 2 else 4,
+                     mtiles=mtiles, persistent=persistent, blocks=blocks, unroll=2).copy_to_host()
+    ref = cv.reference(xv, wv, stride, padding, dilation)
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=2e-5 * np.sqrt(R * S * C) * 4)
+
+
 @pytest.mark.parametrize("dtype, out", [("bf16", "bf16"), ("f16", "float16")])
 def test_conv2d_tc_16bit_output_matches_torch(dtype, out):
     torch = pytest.importorskip("torch")
