@@ -31,7 +31,10 @@ DIAG = Path(__file__).resolve().parents[2] / "h200-2026-12-02b" / "perf" / "laun
 
 
 def _this_cpu() -> int:
-    """The CPU this thread runs on now (glibc's sched_getcpu; -1 without it)."""
+    """The CPU this thread runs on now (glibc's sched_getcpu; -1 without it).
+
+    The same as ``numba_asynccopy/bench/launch_stock.py``'s, not imported
+    from it: a stock process must never import the package (its launch hook)."""
     import ctypes
 
     try:
