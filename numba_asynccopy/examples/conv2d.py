@@ -315,43 +315,6 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
         return ps
 
     @dev
-    def consume(pipe, st, sm, sb, j, acc, acc1, steps, leader):
-        # one tile's k-loop of a consumer warpgroup whose MMA tiles are
-        # j (and j + 1) of the A ring viewed as 64-row MMA tiles (sm),
-        # ending with its MMAs done and its last slot released
-        prev = st
-        for t in range(steps):
-            ac.pipeline.consumer_wait(pipe, st)
-            acc = ac.wgmma_fence(acc)
-            if MT == 2:
-                acc1 = ac.wgmma_fence(acc1)
-            for kk in range(bc // 16):
-                fd = ac.wgmma_descriptor(sb[st.slot, :, 0, 16 * kk:16 * kk + 16], swizzle=swz)
-                acc = ac.wgmma_mma_async(
-                    acc, ac.wgmma_descriptor(sm[st.slot, j, :, 16 * kk:16 * kk + 16], swizzle=swz),
-                    fd, dtype=dtype, scale_d=(t > 0) or (kk > 0))
-                if MT == 2:
-                    acc1 = ac.wgmma_mma_async(
-                        acc1,
-                        ac.wgmma_descriptor(sm[st.slot, j + 1, :, 16 * kk:16 * kk + 16], swizzle=swz),
-                        fd, dtype=dtype, scale_d=(t > 0) or (kk > 0))
-            ac.wgmma_commit_group()
-            # the MMAs of step t - 1 are done: free their slot
-            acc = ac.wgmma_wait_group(1, acc)
-            if MT == 2:
-                acc1 = ac.wgmma_wait_group(1, acc1)
-            if t > 0 and leader:
-                ac.pipeline.consumer_release(pipe, prev)
-            prev = st
-            st = ac.pipeline.advance(pipe, st)
-        acc = ac.wgmma_wait_group(0, acc)
-        if MT == 2:
-            acc1 = ac.wgmma_wait_group(0, acc1)
-        if leader:
-            ac.pipeline.consumer_release(pipe, prev)
-        return st, acc, acc1
-
-    @dev
     def kstep(pipe, st, prev, sm, sb, j, acc, acc1, t, leader):
         # k-step t of a consumer's tile: wait for its slot, its MMAs, then
         # (the MMAs of step t - 1 done) release the slot of step t - 1
@@ -378,9 +341,54 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
         return ac.pipeline.advance(pipe, st), st, acc, acc1
 
     @dev
+    def finish(pipe, prev, acc, acc1, leader):
+        # the end of a tile's k-loop: its last MMAs done, its last slot released
+        acc = ac.wgmma_wait_group(0, acc)
+        if MT == 2:
+            acc1 = ac.wgmma_wait_group(0, acc1)
+        if leader:
+            ac.pipeline.consumer_release(pipe, prev)
+        return acc, acc1
+
+    @dev
+    def consume(pipe, st, sm, sb, j, acc, acc1, steps, leader):
+        # one tile's k-loop of a consumer warpgroup whose MMA tiles are
+        # j (and j + 1) of the A ring viewed as 64-row MMA tiles (sm),
+        # ending with its MMAs done and its last slot released.  (kstep's
+        # body, written out: the loop through kstep compiles to other PTX,
+        # and this one is the kernel the benchmark's plain rows time.)
+        prev = st
+        for t in range(steps):
+            ac.pipeline.consumer_wait(pipe, st)
+            acc = ac.wgmma_fence(acc)
+            if MT == 2:
+                acc1 = ac.wgmma_fence(acc1)
+            for kk in range(bc // 16):
+                fd = ac.wgmma_descriptor(sb[st.slot, :, 0, 16 * kk:16 * kk + 16], swizzle=swz)
+                acc = ac.wgmma_mma_async(
+                    acc, ac.wgmma_descriptor(sm[st.slot, j, :, 16 * kk:16 * kk + 16], swizzle=swz),
+                    fd, dtype=dtype, scale_d=(t > 0) or (kk > 0))
+                if MT == 2:
+                    acc1 = ac.wgmma_mma_async(
+                        acc1,
+                        ac.wgmma_descriptor(sm[st.slot, j + 1, :, 16 * kk:16 * kk + 16], swizzle=swz),
+                        fd, dtype=dtype, scale_d=(t > 0) or (kk > 0))
+            ac.wgmma_commit_group()
+            # the MMAs of step t - 1 are done: free their slot
+            acc = ac.wgmma_wait_group(1, acc)
+            if MT == 2:
+                acc1 = ac.wgmma_wait_group(1, acc1)
+            if t > 0 and leader:
+                ac.pipeline.consumer_release(pipe, prev)
+            prev = st
+            st = ac.pipeline.advance(pipe, st)
+        acc, acc1 = finish(pipe, prev, acc, acc1, leader)
+        return st, acc, acc1
+
+
+    @dev
     def consume_unrolled(pipe, st, sm, sb, j, acc, acc1, steps, leader):
-        # one tile's k-loop, unrolled by two (an odd last step after), ending
-        # with its MMAs done and its last slot released
+        # one tile's k-loop, unrolled by two (an odd last step after)
         # (the pair count and the step index 32-bit: steps >= 0)
         prev = st
         for t2 in range(np.int32(np.uint32(steps) >> np.uint32(1))):
@@ -391,11 +399,7 @@ def make_conv2d_tc(R: int, S: int, stride=(1, 1), dilation=(1, 1), padding=(1, 1
         if np.uint32(steps) & np.uint32(1):
             st, prev, acc, acc1 = kstep(pipe, st, prev, sm, sb, j, acc, acc1, np.int32(steps - 1),
                                         leader)
-        acc = ac.wgmma_wait_group(0, acc)
-        if MT == 2:
-            acc1 = ac.wgmma_wait_group(0, acc1)
-        if leader:
-            ac.pipeline.consumer_release(pipe, prev)
+        acc, acc1 = finish(pipe, prev, acc, acc1, leader)
         return st, acc, acc1
 
     # the k-loop the kernel runs (a name bound once: the callers below are the same either way)
