@@ -298,10 +298,11 @@ def launch_kernel(kernel: Any, cufunc: Any, config: tuple, args: Sequence[Any], 
 # ac.launch calls cuLaunchKernelEx itself, with the CUlaunchConfig that
 # cuda.core's launch builds (cuda.core's ``_to_native_launch_config``: the
 # grid in blocks, a cluster shape as the CLUSTER_DIMENSION attribute) and a
-# ready array of parameter pointers.  The driver functions are called
-# through ctypes on the very function pointers cuda.bindings' own calls use
-# (see :func:`_driver_function`), which costs less per call than
-# cuda.bindings' Python wrappers.  CPU tests replace launch_ex,
+# ready array of parameter pointers.  The launch is called through ctypes
+# on the very function pointer cuda.bindings' own call uses (see
+# :func:`_driver_function`): no Python frame and no CUlaunchConfig object a
+# call, though on the H200 the call itself measured the same as
+# cuda.bindings' (4.30 against 4.26 us).  CPU tests replace launch_ex,
 # launch_handle and current_context_handle.
 
 if SIMULATOR:
