@@ -7,7 +7,7 @@ the repository root on a machine without a GPU:
     .venv/bin/python benchmarks/h200-2026-12-03/launch_cpu_fake.py
 
 ``ac_launch_ns`` is what a prepared ``ac.launch`` costs in Python;
-``run_ns`` and ``fill_ns`` are ``_prepared.run`` and the generated ``fill``
+``run_ns`` and ``go_ns`` are ``_prepared.run`` and the generated ``go``
 alone; ``context_ns`` is the context look-up (Numba's attached context here:
 the fake one); ``ctx_driver_ns`` is ``current_context_handle`` with no
 attached context, the driver call faked (the GPU machine's case), and
@@ -86,11 +86,11 @@ def main() -> int:
         ac.launch(k, blocks, 128, args)
     bucket = next(iter(k.__dict__[P.TABLE_ATTR].values()))
     (p,) = bucket
-    block = p.pool[0]
+
     res = {}
     res["ac_launch_ns"] = per_call_ns(lambda: ac.launch(k, blocks, 128, args))
     res["run_ns"] = per_call_ns(lambda: P.run(bucket, args, 0))
-    res["fill_ns"] = per_call_ns(lambda: block.fill(args))
+    res["go_ns"] = per_call_ns(lambda: p.go(args, 0))
     res["bucket_get_ns"] = per_call_ns(
         lambda: k.__dict__[P.TABLE_ATTR].get((None, *map(type, args))))
     res["empty_lambda_ns"] = per_call_ns(lambda: None)

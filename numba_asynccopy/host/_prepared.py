@@ -8,14 +8,18 @@ key.  It holds what the slow path worked out once:
 
 - the compiled kernel Numba picked and the driver handle of its function;
 - one driver ``CUlaunchConfig`` per stream (cluster attribute included);
-- a generated ``fill(args)`` that writes the kernel parameters, in Numba's
-  order and with Numba's conversions, into a preallocated block of 8-byte
-  slots whose pointer array goes straight to ``cuLaunchKernelEx``.
+- a generated ``go(args, stream)`` that checks the arguments and writes the
+  kernel parameters, in Numba's order and with Numba's conversions, into a
+  preallocated block of 8-byte slots whose pointer array goes straight to
+  ``cuLaunchKernelEx``.
 
-A later launch with the same key is: one dict look-up, the checks that the
+A later launch with the same key is one call of ``go``: the checks that the
 key does not capture (the device array's Numba type, a tuple's element
 classes, the current CUDA context, the dispatcher's overload count, Numba's
-pre-launch callbacks), ``fill`` and the driver call.  Any check that fails
+pre-launch callbacks), the parameters and the driver call.  ``go`` checks
+the argument classes too, so ``ac.launch`` first tries the launcher that
+launched the kernel last (:data:`LAST_ATTR`), without building the key; only
+when that one does not fit does it look the key up in the kernel's table.  Any check that fails
 sends the launch down the slow path, so a launch never has other semantics
 than Numba's: arguments the fast path does not read itself (host arrays,
 which Numba copies; other device arrays, whose stream handshake Numba
@@ -36,7 +40,7 @@ then cuda.core's ``ParamHolder`` turns each value into parameter bytes):
 - record (on the device): its data pointer;
 - tuple: its elements, in order.
 
-``fill`` does exactly these conversions: scalars through a ctypes object of
+``go`` does exactly these conversions: scalars through a ctypes object of
 the same type whose memory is the slot (so wrapping, rounding and errors
 are ctypes' own), an array's fields as bytes packed once per array object
 (:func:`array_param`: they come from two of the array's cached
@@ -72,11 +76,15 @@ TABLE_MAX = 1024
 BUCKET_MAX = 8
 #: the attribute of a kernel (dispatcher or compiled kernel) holding its table
 TABLE_ATTR = "_asynccopy_prepared"
+#: the attribute of a kernel holding ``(claim, go)`` of the launcher that
+#: launched it last (tried before the table: a loop launches alike)
+LAST_ATTR = "_asynccopy_last"
 
 #: a key whose arguments the fast path does not read: always Numba's marshalling
 SLOW: tuple = ()
 
 _NUMBA_STREAM = _nb.numba_stream_class()
+_tls = _nb._tls  # numba-cuda's thread-local (its attached context)
 # the overloads are an OrderedDict, whose own values() looks every key up
 # again (hashing Numba types in Python); dict's walks the entries, and
 # ``in`` compares by identity first (a compiled kernel has no __eq__)
@@ -165,8 +173,8 @@ class Unsupported(Exception):
 
 
 class _Writer:
-    """Builds the source of ``fill(args)`` for one kernel signature and one
-    set of argument classes; every parameter is one 8-byte slot."""
+    """Builds the source of ``go(args, stream)`` for one kernel signature
+    and one set of argument classes; every parameter is one 8-byte slot."""
 
     def __init__(self) -> None:
         self.checks: list[str] = []
@@ -297,34 +305,86 @@ class _Writer:
         for t, e, s in zip(ty, names, sample):
             self.param(t, e, s, nested=True)
 
-    def source(self, nargs: int) -> str:
-        unpack = f"{', '.join(f'a{i}' for i in range(nargs))}, = args" if nargs else "pass"
-        slots = "".join(f", S{i}" for i in sorted(self.ctypes))
-        body = [unpack, *self.checks]
+    def source(self, classes: Sequence[str], watch_overloads: bool, count_overloads: bool) -> str:
+        """``go(args, stream)``: the whole prepared launch in one function,
+        every check first (the argument classes, the arrays' Numba types,
+        Numba's pre-launch callbacks, the CUDA context, the dispatcher's
+        overloads), then a parameter block filled and launched; False
+        (nothing launched) as soon as a check fails.  One function, its
+        constants bound as closure variables: every call and attribute
+        look-up saved is host time of each launch."""
+        nargs = len(classes)
+        body = [f"if len(args) != {nargs}: return False"]
+        if nargs:
+            body.append(f"{', '.join(f'a{i}' for i in range(nargs))}, = args")
+            # the classes ac.launch's key holds (its last launch's entry does not build the key)
+            body.append("if " + " or ".join(f"a{i}.__class__ is not {c}" for i, c in enumerate(classes))
+                        + ": return False")
+        body += self.checks
+        body += [
+            "if _callbacks: return False",  # Numba runs them: its path
+            "handle = _stream_handle(stream) if stream else 0",
+            # _nb.current_context_handle(), one call less
+            "try:",
+            "    ctx = _tls.attached_context",
+            "except AttributeError:",
+            "    ctx = None",
+            "if (int(ctx.handle) if ctx is not None else _nb.driver_context_handle()) != _CTX:",
+            "    return False",
+        ]
+        if watch_overloads:  # see Prepared.current
+            cond = "_kernel not in _values(_ov)"
+            if count_overloads:
+                cond += " or len(_ov) != _NOV"
+            body.append(f"if {cond}: return False")
+        body += [
+            "try:",
+            "    block = _pool.pop()",
+            "except IndexError:",
+            "    block = _new_block()",
+            "try:",
+        ]
+        inner = []
+        if self.ctypes:
+            inner.append(f"{''.join(f'S{i}, ' for i in sorted(self.ctypes))}= block.views")
         if self.fmt:
-            body.append(f"_pack(_raw, 0{''.join(', ' + x for x in self.packed)})")
-        body += self.scalars
-        body.append("return True")
-        inner = "\n        ".join(body)
-        return (f"def _factory(_raw, _pack{slots}):\n"
-                f"    def fill(args):\n"
-                f"        {inner}\n"
-                f"    return fill\n")
+            inner.append(f"_pack(block.raw, 0{''.join(', ' + x for x in self.packed)})")
+        inner += self.scalars
+        inner += [
+            "cfg = _cfgs.get(handle)",  # (address, CUlaunchConfig): held while launching
+            "if cfg is None:",
+            "    cfg = _config(handle)",
+            "rc = _nb.launch_ex(cfg[0], _func, block.addr, None)",
+        ]
+        body += ["    " + x for x in inner]
+        body += [
+            "finally:",
+            "    _pool.append(block)",
+            "if rc:",
+            "    _nb.launch_failed(rc)",
+            "return True",
+        ]
+        code = "\n        ".join(body)
+        return ("def _factory(_pack, _pool, _new_block, _cfgs, _config, _callbacks, _CTX, _ov,\n"
+                "             _kernel, _NOV, _func):\n"
+                "    def go(args, stream):\n"
+                f"        {code}\n"
+                "    return go\n")
 
 
 class _Block:
-    """One parameter block: ``nslots`` 8-byte slots, the array of pointers
-    to them (``addr``, what the driver reads) and the ``fill`` bound to them."""
+    """One parameter block: ``nslots`` 8-byte slots (``raw``), the array of
+    pointers to them (``addr``, what the driver reads) and the ctypes views
+    of the slots written through ctypes (``views``, in slot order)."""
 
-    __slots__ = ("raw", "ptrs", "addr", "fill", "views")
+    __slots__ = ("raw", "ptrs", "addr", "views")
 
-    def __init__(self, nslots: int, ctypes_at: dict[int, type], factory: Callable, pack: Callable):
+    def __init__(self, nslots: int, ctypes_at: dict[int, type]):
         self.raw = (ctypes.c_uint64 * max(nslots, 1))()
         base = ctypes.addressof(self.raw)
         self.ptrs = (ctypes.c_void_p * max(nslots, 1))(*(base + 8 * i for i in range(nslots)))
         self.addr = ctypes.addressof(self.ptrs) if nslots else 0
-        self.views = [ctypes_at[i].from_buffer(self.raw, 8 * i) for i in sorted(ctypes_at)]
-        self.fill = factory(self.raw, pack, *self.views)
+        self.views = tuple(ctypes_at[i].from_buffer(self.raw, 8 * i) for i in sorted(ctypes_at))
 
 
 class Prepared:
@@ -332,8 +392,7 @@ class Prepared:
     CUDA context (see the module docstring)."""
 
     __slots__ = ("kernel", "func", "grid", "block", "shared_mem", "cluster", "ctx", "overloads",
-                 "n_overloads", "callbacks", "configs", "pool", "nslots", "_ctypes", "_factory",
-                 "_pack", "source")
+                 "n_overloads", "callbacks", "configs", "pool", "nslots", "_ctypes", "source", "go")
 
     def __init__(self, target: Any, kernel: Any, func: Any, grid: tuple, block: tuple,
                  shared_mem: int, cluster: tuple | None, ctx: int, callbacks: list,
@@ -342,12 +401,6 @@ class Prepared:
         w = _Writer()
         for i, (ty, value) in enumerate(zip(kernel.argument_types, args)):
             w.param(ty, f"a{i}", value, nested=False)
-        self.source = w.source(len(args))
-        namespace = {"_f16": np.float16, "_u16": np.uint16, "_array_param": array_param,
-                     **w.consts}
-        exec(compile(self.source, f"<ac.launch parameters of {kernel.entry_name}>", "exec"), namespace)
-        self._factory = namespace["_factory"]
-        self._pack = struct.Struct("<" + "".join(w.fmt)).pack_into
         self._ctypes = w.ctypes
         self.nslots = w.slots
         self.kernel, self.func, self.ctx = kernel, func, ctx
@@ -363,6 +416,16 @@ class Prepared:
         #: stream handle -> ``_nb.launch_config`` pair (address, CUlaunchConfig)
         self.configs: dict[int, tuple] = {}
         self.pool = [self.new_block()]
+        classes = [w.const(a.__class__) for a in args]
+        self.source = w.source(classes, overloads is not None, self.n_overloads >= 0)
+        namespace = {"_f16": np.float16, "_u16": np.uint16, "_array_param": array_param,
+                     "_nb": _nb, "_stream_handle": stream_handle, "_tls": _tls,
+                     "_values": _dict_values, **w.consts}
+        exec(compile(self.source, f"<ac.launch of {kernel.entry_name}>", "exec"), namespace)
+        #: ``go(args, stream) -> bool``: the launch, or False when a check fails
+        self.go = namespace["_factory"](
+            struct.Struct("<" + "".join(w.fmt)).pack_into, self.pool, self.new_block,
+            self.configs, self.config, callbacks, ctx, overloads, kernel, self.n_overloads, func)
 
     def current(self) -> bool:
         """Whether Numba's dispatch would still pick this launcher's kernel."""
@@ -373,7 +436,7 @@ class Prepared:
     def new_block(self) -> _Block:
         # one block per launch in flight: another thread may fill one while
         # the driver copies from this one (it releases the GIL)
-        return _Block(self.nslots, self._ctypes, self._factory, self._pack)
+        return _Block(self.nslots, self._ctypes)
 
     def config(self, handle: int) -> Any:
         cfg = self.configs.get(handle)
@@ -385,44 +448,14 @@ class Prepared:
         return cfg
 
 
-_tls = _nb._tls  # numba-cuda's thread-local (its attached context)
-
-
-def run(bucket: Sequence[Prepared], args: tuple, stream: Any) -> bool:
+def run(bucket: Sequence[Prepared], args: tuple, stream: Any) -> Prepared | None:
     """Launch through the first launcher of ``bucket`` that fits ``args``
-    here and now; False when none does (then Numba's path launches)."""
-    # the default stream (any falsy value) is handle 0: no call for it
-    handle = stream_handle(stream) if stream else 0
-    # _nb.current_context_handle(), one call less
-    try:
-        ctx = _tls.attached_context
-    except AttributeError:
-        ctx = None
-    ctx = int(ctx.handle) if ctx is not None else _nb.driver_context_handle()
+    here and now and return it; None when none does (then Numba's path
+    launches)."""
     for p in bucket:
-        ov = p.overloads
-        if p.ctx != ctx or p.callbacks or (ov is not None and (
-                p.kernel not in _dict_values(ov)
-                or (p.n_overloads >= 0 and len(ov) != p.n_overloads))):
-            continue
-        pool = p.pool
-        try:
-            block = pool.pop()
-        except IndexError:
-            block = p.new_block()
-        try:
-            if not block.fill(args):
-                continue
-            cfg = p.configs.get(handle)  # (address, CUlaunchConfig): held while launching
-            if cfg is None:
-                cfg = p.config(handle)
-            rc = _nb.launch_ex(cfg[0], p.func, block.addr, None)
-            if rc:
-                _nb.launch_failed(rc)
-        finally:
-            pool.append(block)
-        return True
-    return False
+        if p.go(args, stream):
+            return p
+    return None
 
 
 def table(target: Any) -> dict:
@@ -431,6 +464,18 @@ def table(target: Any) -> dict:
     if t is None:
         t = target.__dict__[TABLE_ATTR] = {}
     return t
+
+
+def forget(target: Any) -> None:
+    """Drop every prepared launcher of ``target``: its next launch of each
+    shape goes through Numba's path again.
+
+    Example::
+
+        forget(kernel)   # e.g. in a test that wants a kernel's first launch
+    """
+    target.__dict__.pop(TABLE_ATTR, None)
+    target.__dict__.pop(LAST_ATTR, None)
 
 
 def remember(target: Any, key: tuple, kernel: Any, cufunc: Any, claim: Any,
@@ -465,4 +510,5 @@ def remember(target: Any, key: tuple, kernel: Any, cufunc: Any, claim: Any,
     if len(t) >= TABLE_MAX:
         t.clear()
     t[key] = (*bucket, p)
+    target.__dict__[LAST_ATTR] = (key[0], p.go)  # the next launch tries it first
     return p

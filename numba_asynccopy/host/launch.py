@@ -391,6 +391,7 @@ def _claim(grid: Dim, block: Dim, cluster: Dim | None, shared_mem: int,
 #: launch whose arguments are immutable: replaced whole, never mutated, so
 #: a reader in another thread sees one launch's entry or another's
 _last_claim: tuple = (object(),) * 6
+_NO_TABLE: dict = {}  # the launch table of an object that has no __dict__
 _IMMUTABLE = (int, tuple, type(None), bool)
 
 
@@ -535,15 +536,28 @@ def launch(kernel: Any, grid: Dim, block: Dim, args: Sequence[Any] = (), *,
     if args.__class__ is not tuple:
         args = check_args(args, _WHAT)
     # the fast path: a launcher prepared by an earlier launch of this shape
-    # and these argument classes (see _prepared.py)
+    # and these argument classes (see _prepared.py); first the one that
+    # launched this kernel last, whose own checks cover the key's classes
+    # (building and hashing the key costs more than the launcher's checks)
     try:
-        prepared = kernel.__dict__[_prepared.TABLE_ATTR]
-    except (AttributeError, KeyError):
+        kd = kernel.__dict__
+    except AttributeError:  # not a kernel: Numba's path says so
+        kd = _NO_TABLE
+    try:
+        fast = kd[_prepared.LAST_ATTR]
+    except KeyError:
         pass
     else:
-        bucket = prepared.get((claim, *map(type, args)))
-        if bucket and _prepared.run(bucket, args, stream):
+        if fast[0] is claim and fast[1](args, stream):
             return
+    prepared = kd.get(_prepared.TABLE_ATTR)
+    if prepared:
+        bucket = prepared.get((claim, *map(type, args)))
+        if bucket:
+            p = _prepared.run(bucket, args, stream)
+            if p is not None:
+                kd[_prepared.LAST_ATTR] = (claim, p.go)
+                return
     _launch_through_numba(kernel, claim, args, stream)
 
 

@@ -264,7 +264,7 @@ def _probe(fake_context):
 @pytest.fixture
 def probe(_probe):
     """A compiled kernel without prepared launches."""
-    _probe.__dict__.pop(P.TABLE_ATTR, None)
+    P.forget(_probe)
     return _probe
 
 
@@ -726,6 +726,39 @@ def test_a_launch_during_a_launch_gets_its_own_parameter_block(driver, probe):
     assert driver.launches[-1][3] == [3]
 
 
+def test_the_last_launcher_is_tried_first_and_only_where_it_fits(driver, probe):
+    """ac.launch tries the launcher that launched the kernel last before it
+    builds the table's key: another launch shape or other argument classes
+    fall through to the table, or to Numba's path where the table has none."""
+    ac.launch(probe, 4, 32, (1,))
+    ac.launch(probe, 4, 32, (2,))
+    ac.launch(probe, 4, 32, (np.int32(3),))  # another class: Numba's path, then prepared
+    ac.launch(probe, 4, 32, (4,))  # the table's launcher for ints
+    ac.launch(probe, 8, 32, (5,))  # another shape: Numba's path
+    ac.launch(probe, 4, 32, (np.int32(6),))
+    ac.launch(probe, 4, 32, (np.int32(7),))
+    assert [a for _, _, _, a in driver.launches] == [[1], [2], [3], [4], [5], [6], [7]]
+    assert [c[1] for _, c, _, _ in driver.launches] == [(4, 1, 1)] * 4 + [(8, 1, 1)] + [(4, 1, 1)] * 2
+    assert driver.paths == ["numba", "fast", "numba", "fast", "numba", "fast", "fast"]
+    table = probe.__dict__[P.TABLE_ATTR]
+    claim, go = probe.__dict__[P.LAST_ATTR]
+    (launcher,) = table[(claim, np.int32)]
+    assert go is launcher.go
+    # a wrong argument count is refused by the launcher's own check, then by Numba
+    with pytest.raises(TypeError):
+        ac.launch(probe, 4, 32, ())
+    with pytest.raises(TypeError):
+        ac.launch(probe, 4, 32, (np.int32(8), np.int32(9)))
+    assert len(driver.launches) == 7
+    assert launcher.go((np.int32(1), np.int32(2)), 0) is False and launcher.go((), 0) is False
+    assert launcher.go((1,), 0) is False  # an int is not the launcher's class
+    assert len(driver.launches) == 7
+    P.forget(probe)
+    assert P.TABLE_ATTR not in probe.__dict__ and P.LAST_ATTR not in probe.__dict__
+    ac.launch(probe, 4, 32, (np.int32(10),))
+    assert driver.paths[-1] == "numba" and driver.launches[-1][3] == [10]
+
+
 def test_the_generated_writer_reads_numbas_fields(driver):
     @cuda.jit
     def show(a, n):
@@ -1032,11 +1065,13 @@ def test_the_fast_path_makes_a_few_python_calls(driver, probe, monkeypatch):
     monkeypatch.setattr(nb, "launch_ex", LAUNCH_PROTO(ctypes.cast(libc.memccpy, ctypes.c_void_p).value))
     monkeypatch.setattr(nb, "launch_handle", lambda kernel, cufunc: 0xF00D)
     ours(), numbas()  # first launches check and cache
-    # the lambda, ac.launch, _prepared.run and the generated fill (the same
-    # shape objects as the last launch: its claim; the default stream and
-    # Numba's attached context are read in run)
+    # the lambda, ac.launch and the generated launcher that launched the
+    # kernel last (the same shape objects as the last launch: its claim; the
+    # argument classes, the default stream and Numba's attached context are
+    # read in the launcher)
     names = []
-    assert python_calls(ours, names) <= 4, " ".join(names)
+    assert python_calls(ours, names) == 3, " ".join(names)
+    assert names == ["<lambda>", "launch", "go"]
     assert python_calls(ours) * 5 <= python_calls(numbas)
 
 
