@@ -21,6 +21,7 @@ from numba import cuda
 
 import numba_asynccopy as ac
 from numba_asynccopy.bench.launchprof import VADD_SIGNATURE, vadd
+from numba_asynccopy.bench.launchprof import _batch_us as batch_us  # us per launch of a batch
 from numba_asynccopy.host import _numba_internals as nb
 from numba_asynccopy.host import _prepared as P
 
@@ -33,15 +34,6 @@ def per_call_ns(fn, n: int = 20000, rounds: int = 7) -> float:
             fn()
         t.append((time.perf_counter_ns() - t0) / n)
     return statistics.median(t)
-
-
-def batch_us(fn, n: int = 3000) -> float:
-    cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    cuda.synchronize()
-    return (time.perf_counter() - t0) / n * 1e6
 
 
 def main() -> int:
@@ -77,7 +69,7 @@ def main() -> int:
     got = {key: [] for key in rows}
     for _ in range(9):
         for key, fn in rows.items():
-            got[key].append(batch_us(fn))
+            got[key].append(batch_us(fn, 3000))
     res["batches_us"] = got
     res["median_us"] = {key: statistics.median(v) for key, v in got.items()}
     res["ratio"] = res["median_us"]["ac_launch"] / res["median_us"]["torch_add"]

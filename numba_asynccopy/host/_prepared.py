@@ -19,8 +19,8 @@ classes, the current CUDA context, the dispatcher's overload count, Numba's
 pre-launch callbacks), the parameters and the driver call.  ``go`` checks
 the argument classes too, so ``ac.launch`` first tries the launcher that
 launched the kernel last (:data:`LAST_ATTR`), without building the key; only
-when that one does not fit does it look the key up in the kernel's table.  Any check that fails
-sends the launch down the slow path, so a launch never has other semantics
+when that one does not fit does it look the key up in the kernel's table.
+Any check that fails sends the launch down the slow path, so a launch never has other semantics
 than Numba's: arguments the fast path does not read itself (host arrays,
 which Numba copies; other device arrays, whose stream handshake Numba
 does; ``datetime64`` values; enum members; pointers) always take Numba's
@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
