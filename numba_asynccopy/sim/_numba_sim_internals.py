@@ -33,6 +33,7 @@ NAMES: tuple[tuple[str, str], ...] = (
     ("numba.cuda.simulator.kernel", "BlockManager.run"),
     ("numba.cuda.simulator.kernel", "BlockThread.run"),
     ("numba.cuda.simulator.kernel", "BlockThread.syncthreads"),
+    ("numba.cuda.simulator.kernelapi", "Dim3"),
     ("numba.cuda.simulator.kernelapi", "FakeCUDAShared.__init__"),
     ("numba.cuda.simulator.kernelapi", "FakeCUDAShared.array"),
     ("numba.cuda.simulator.kernelapi", "FakeCUDALocal.array"),
@@ -94,6 +95,133 @@ def syncthreads_blocked(thread: Any) -> bool:
 def aborted(thread: Any) -> bool:
     """Another thread of the block failed and the manager asked this one to stop."""
     return getattr(thread, "abort", False)
+
+
+def exited(thread: Any) -> bool:
+    """The simulated thread ``thread`` ran to its end (its carrier, an OS
+    thread the simulator reuses, may already run another)."""
+    return thread is not None and thread.__dict__.get("_ac_exited", False)
+
+
+# --- carriers: the OS threads that run simulated threads -------------------------
+#
+# Creating, starting and joining an OS thread for every simulated thread of
+# every block cost about as much as a small kernel's whole run (a start is a
+# hand-off to the new thread and back, a join another).  A carrier is a
+# ``BlockThread`` that runs one simulated thread after another: between two
+# it waits, idle, in a pool.  Each assignment wipes what the last simulated
+# thread left in its ``__dict__`` (the package keeps per-thread state there)
+# and sets the attributes ``BlockThread.__init__`` sets, so to the simulator
+# and to the package it is a new ``BlockThread``.
+
+#: idle carriers kept at most; one past that ends when its simulated thread does
+POOL_MAX = 4096
+_idle: list = []
+_idle_lock = threading.Lock()
+_carrier_cls: list = []
+_carrier_ids = iter(range(1, 1 << 62))
+
+
+def _carrier_class() -> type:
+    if _carrier_cls:
+        return _carrier_cls[0]
+    from numba.cuda.simulator import kernel as simkernel
+    from numba.cuda.simulator.kernelapi import Dim3
+
+    class Carrier(simkernel.BlockThread):
+        def __init__(self) -> None:
+            # Thread's own set-up only: BlockThread's is done by each assign()
+            threading.Thread.__init__(self, name=f"numba_asynccopy-sim-{next(_carrier_ids)}",
+                                      daemon=True)
+            self._ac_go = threading.Lock()
+            self._ac_go.acquire()  # released by each assign()
+            self.syncthreads_event = threading.Event()
+            self._ac_keep_keys = frozenset(self.__dict__) | {"_ac_keep_keys"}
+
+        def assign(self, target, manager, blockIdx, threadIdx, debug, done) -> None:
+            d = self.__dict__
+            for k in [k for k in d if k not in self._ac_keep_keys]:
+                del d[k]
+            if debug:  # as BlockThread.__init__ wraps it
+                def job():
+                    np.seterr(divide="raise")
+                    target()
+            else:
+                job = target
+            self._ac_job, self._ac_done, self._ac_debug = job, done, debug
+            # what BlockThread.__init__ sets (CODE_NAMES lists those read)
+            self.syncthreads_event.clear()
+            self.syncthreads_blocked = False
+            self._manager = manager
+            self.blockIdx = Dim3(*blockIdx)
+            self.threadIdx = Dim3(*threadIdx)
+            self.exception = None
+            self.abort = False
+            self.debug = debug
+            bd = Dim3(*manager._block_dim)
+            self.thread_id = self.threadIdx.x + bd.x * (self.threadIdx.y + bd.y * self.threadIdx.z)
+            manager.__dict__.setdefault("_ac_threads", []).append(self)
+
+        def go(self) -> None:
+            self._ac_go.release()
+
+        def run(self) -> None:
+            errs = np.geterr()
+            while True:
+                self._ac_go.acquire()
+                if self._ac_job is None:
+                    return
+                self._target, self._args, self._kwargs = self._ac_job, (), {}
+                try:
+                    simkernel.BlockThread.run(self)  # numba's, and the engine's exit
+                except BaseException:  # noqa: BLE001 - as a plain thread's would be
+                    threading.excepthook(threading.ExceptHookArgs((*sys.exc_info(), self)))
+                if self._ac_debug:
+                    np.seterr(**errs)
+                done = self._ac_done
+                with _idle_lock:
+                    keep = len(_idle) < POOL_MAX
+                    if keep:
+                        _idle.append(self)
+                done()
+                if not keep:
+                    return
+
+    _carrier_cls.append(Carrier)
+    return Carrier
+
+
+def new_thread(target, manager, blockIdx, threadIdx, debug, done) -> Any:
+    """A simulated CUDA thread of ``manager``'s block at ``threadIdx``,
+    assigned to a carrier (an idle one, else a new one) and not yet running:
+    :func:`start_thread` starts it; ``done()`` is called once it has
+    finished and its carrier is idle again."""
+    with _idle_lock:
+        t = _idle.pop() if _idle else None
+    if t is None:
+        t = _carrier_class()()
+        t.start()  # to its first wait for work
+    t.assign(target, manager, blockIdx, threadIdx, debug, done)
+    return t
+
+
+def start_thread(t: Any) -> None:
+    """Run the simulated thread :func:`new_thread` made."""
+    t.go()
+
+
+def cancel_thread(t: Any) -> None:
+    """Never run the simulated thread :func:`new_thread` made (its launch
+    failed first): its carrier is idle again, and ``done()`` is called."""
+    done = t._ac_done
+    with _idle_lock:
+        keep = len(_idle) < POOL_MAX
+        if keep:
+            _idle.append(t)
+    if not keep:
+        t._ac_job = None  # a carrier woken without a job ends
+        t.go()
+    done()
 
 
 # --- memory ---------------------------------------------------------------------

@@ -17,11 +17,24 @@ blocked wait (barrier, owning CTA, phase, counts, transaction bytes).
 A launch runs its clusters one after another (an unclustered launch: every
 block is its own cluster of one); the threads of all CTAs of one cluster
 run together, so a CTA can wait on another CTA's barrier.
+
+Two things keep the hand-offs cheap.  The OS threads are reused: a
+carrier (``_numba_sim_internals``) runs one simulated thread after
+another, so a launch neither creates nor joins threads once the pool is
+warm.  And threads that may go on are woken one at a time: a thread that
+blocks or exits wakes the next ready one (or starts the next thread not
+yet started), so at a barrier's release its threads do not all fight for
+the GIL and the lock at once, which made each hand-off about five times
+dearer.  A kernel that spins without calling the simulator never hands
+off: the launching thread's watchdog then wakes every ready thread at once
+(:data:`WATCHDOG_S`), and under an interleaving seed every thread runs at
+once from the start, as the seed's delays need.
 """
 
 from __future__ import annotations
 
 import ast
+import collections
 import inspect
 import os
 import sys
@@ -35,18 +48,26 @@ from ..host.launch import _WHAT, ClusterLaunchError, check_cluster_shape, check_
 from . import _numba_sim_internals as _nbsim
 from .errors import SIM_PREFIX, DeadlockError, SimulatorError, acting_as, acting_thread, where
 from .events import EVENTS, Events, Slots
+from . import schedule as _schedule
 from .progress import Progress
 
 
 class _Waiter:
-    __slots__ = ("thread", "pred", "on_deadlock", "cond", "ready", "deadlocked", "last")
+    __slots__ = ("thread", "pred", "on_deadlock", "cond", "ready", "woken", "deadlocked", "last")
 
-    def __init__(self, thread, pred, on_deadlock, lock):
+    def __init__(self, thread, pred, on_deadlock, cond):
         self.thread, self.pred, self.on_deadlock = thread, pred, on_deadlock
-        self.cond = threading.Condition(lock)
-        self.ready = False
+        self.cond = cond
+        self.ready = False  # its predicate became true
+        self.woken = False  # ... and it was told (or it is running anyway)
         self.deadlocked = False
         self.last = None  # the barrier phase at which the predicate was last false
+
+
+#: seconds without a hand-off after which the launching thread wakes every
+#: thread that is ready or not yet started (a kernel that spins without
+#: calling the simulator never hands off)
+WATCHDOG_S = 0.05
 
 
 class LaunchInfo:
@@ -97,6 +118,16 @@ class ClusterRun(Slots):
         self.cond = threading.Condition(self.lock)  # what BlockState.cond is
         self.main = threading.Condition(self.lock)  # the launching thread waits here
         self.waiters: dict = {}
+        # Ready waiters and threads not yet started, woken one at a time: a
+        # thread that blocks or exits wakes the next.  Woken together, a
+        # barrier's threads would fight for the GIL and the lock, and each
+        # hand-off then costs about five times as much.
+        self._runq: collections.deque = collections.deque()
+        self._unstarted: collections.deque = collections.deque()
+        self.handoffs = 0
+        # under an interleaving seed every thread runs at once, as the seed's
+        # delays need (sim/schedule.py: jitter)
+        self.herd = _schedule.get_seed() is not None
         self.threads: list = []
         self.live = 0
         self.started = False
@@ -181,9 +212,39 @@ class ClusterRun(Slots):
             observed = True
             if w.pred():
                 w.ready = True
-                w.cond.notify()
+                if self.herd:
+                    w.woken = True
+                    w.cond.notify()
+                else:
+                    self._runq.append(w)  # woken in turn (_hand_off)
             elif phased:
                 w.last = key.phase
+
+    def _hand_off(self) -> None:
+        """The calling thread is about to block or exit (caller holds the
+        lock): wake the next ready waiter, else start the next thread."""
+        q = self._runq
+        while q:
+            w = q.popleft()
+            if w.ready and not w.woken and self.waiters.get(w.thread) is w:
+                w.woken = True
+                self.handoffs += 1
+                w.cond.notify()
+                return
+        if self._unstarted:
+            self.handoffs += 1
+            _nbsim.start_thread(self._unstarted.popleft())
+
+    def _wake_all(self) -> None:
+        """No hand-off for a while (the watchdog; caller holds the lock):
+        every ready waiter and every thread not yet started runs now."""
+        while self._runq:
+            w = self._runq.popleft()
+            if w.ready and not w.woken and self.waiters.get(w.thread) is w:
+                w.woken = True
+                w.cond.notify()
+        while self._unstarted:
+            _nbsim.start_thread(self._unstarted.popleft())
 
     def wait_until(self, pred: Callable[[], bool], on_deadlock: Callable[[], None]) -> bool:
         """Block the calling simulated thread until ``pred()`` (caller holds the lock).
@@ -196,7 +257,12 @@ class ClusterRun(Slots):
         me = threading.current_thread()
         if pred():
             return True
-        w = _Waiter(me, pred, on_deadlock, self.lock)
+        d = me.__dict__
+        cond = d.get("_ac_cond")
+        if cond is None or d.get("_ac_cond_of") is not self:
+            cond = d["_ac_cond"] = threading.Condition(self.lock)
+            d["_ac_cond_of"] = self
+        w = _Waiter(me, pred, on_deadlock, cond)
         key = getattr(pred, "key", None)
         self.waiters[me] = w
         group = self._unkeyed if key is None else self._keyed.setdefault(id(key), {})
@@ -207,13 +273,15 @@ class ClusterRun(Slots):
                 if self.abort:
                     raise RuntimeError("aborted: another thread of the launch failed")
                 if w.ready:
+                    w.woken = True  # it runs: no later hand-off wakes it
                     if pred():
                         return True
-                    w.ready = False  # woken, but false again: asleep once more
+                    w.ready = w.woken = False  # woken, but false again: asleep once more
                     self._check_stuck()
                     continue
                 if w.deadlocked:
                     return False
+                self._hand_off()
                 w.cond.wait()
         finally:
             self.waiters.pop(me, None)
@@ -246,7 +314,7 @@ class ClusterRun(Slots):
         if soft:
             for w in soft:  # a try_wait returns False; its thread runs again
                 w.deadlocked = True
-                w.cond.notify()
+                w.cond.notify()  # several at once: rare, and each must run
             return
         err = DeadlockError(self._deadlock_text(msgs))
         self._fail(err, None)
@@ -285,6 +353,9 @@ class ClusterRun(Slots):
             t.abort = True
         for w in list(self.waiters.values()):
             w.cond.notify()
+        self._runq.clear()
+        while self._unstarted:  # never to run
+            _nbsim.cancel_thread(self._unstarted.popleft())
         self.main.notify_all()
 
     # --- syncthreads -----------------------------------------------------------------
@@ -332,6 +403,7 @@ class ClusterRun(Slots):
             self.live -= 1
             self.block_live[blk] -= 1
             self.exited_threads.add(t)
+            t._ac_exited = True
             if t.exception is not None and self.failed is None:
                 self._fail(t.exception[0], t.exception[1])
             if self.block_live[blk] == 0:
@@ -345,6 +417,7 @@ class ClusterRun(Slots):
                 self.main.notify_all()
             else:
                 self._check_stuck()
+                self._hand_off()
 
     def _emit(self, event: str, *args) -> None:
         """Tell the families; an error they raise fails the launch."""
@@ -355,8 +428,6 @@ class ClusterRun(Slots):
                 self._fail(e, e.__traceback__)
 
     def run(self, f, args) -> None:
-        from numba.cuda.simulator import kernel as simkernel
-
         for p, mgr in zip(self.points, self.managers):
             mgr._ac_cluster = self
             mgr._ac_point = p
@@ -364,30 +435,39 @@ class ClusterRun(Slots):
             self.block_live[p] = n
             self.sync_count[p] = 0
             self.sync_gen[p] = 0
+
+        def target():
+            f(*args)
+
+        back = threading.Semaphore(0)  # one release a simulated thread that has finished
         with self.lock:
             for p, mgr in zip(self.points, self.managers):
                 for bp in np.ndindex(*mgr._block_dim):
-                    def target():
-                        f(*args)
-
-                    t = simkernel.BlockThread(target, mgr, p, bp, mgr._debug)
-                    self.threads.append(t)
+                    self.threads.append(
+                        _nbsim.new_thread(target, mgr, p, bp, mgr._debug, back.release))
             self.live = len(self.threads)
             self.started = True
-        for t in self.threads:
-            t.start()
         with self.lock:
+            # the first runs now, each of the others when one before it blocks or exits
+            self._unstarted.extend(self.threads)
+            if self.herd:
+                self._wake_all()
+            else:
+                self._hand_off()
+            seen = -1
             while self.live > 0 and self.failed is None:
-                self.main.wait()
+                if not self.main.wait(WATCHDOG_S) and self.handoffs == seen:
+                    self._wake_all()
+                seen = self.handoffs
             failed = self.failed
         if failed is not None:
             # let aborted threads unwind before the next launch touches state
-            for t in self.threads:
-                t.join(timeout=0.5)
+            for _ in self.threads:
+                back.acquire(timeout=0.5)
             exc, tb = failed
             raise exc.with_traceback(tb)
-        for t in self.threads:
-            t.join()
+        for _ in self.threads:
+            back.acquire()
 
 
 def _kernel_line(f) -> str:

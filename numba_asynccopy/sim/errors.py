@@ -118,7 +118,7 @@ def blocked_waits(blk) -> str:
     # tracks its waiters); this lists the threads in no such wait
     sync, gone = [], []
     for t in _nbsim.block_threads(blk.mgr):
-        if t.ident is not None and not t.is_alive():
+        if _nbsim.exited(t):
             gone.append(t)
         elif _nbsim.syncthreads_blocked(t):
             sync.append(t)

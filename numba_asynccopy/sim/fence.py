@@ -70,7 +70,7 @@ def _warp_lanes(blk, warp_base: int) -> list:
 
 
 def _exited(t) -> bool:
-    return t is not None and t.ident is not None and not t.is_alive()
+    return _nbsim.exited(t)
 
 
 @mirrors(_dev.elect_sync,

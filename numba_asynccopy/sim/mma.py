@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _rules
+from . import _numba_sim_internals as _nbsim
 from . import _runtime as rt
 from ._mirror import mirrors
 from .fence import _warp_lanes
@@ -59,7 +60,7 @@ class _Meeting:
 
 
 def _exited(t) -> bool:
-    return t is not None and t.ident is not None and not t.is_alive()
+    return _nbsim.exited(t)
 
 
 def _not_converged(api: str, instr: str, why: str):

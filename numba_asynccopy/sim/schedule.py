@@ -149,9 +149,6 @@ def seed(value: int | None) -> Iterator[None]:
         _settings["seed"] = old
 
 
-_local = threading.local()
-
-
 def jitter() -> None:
     """A scheduling point (every intrinsic call): under a seed, yield or
     sleep as this thread's seeded generator says."""
@@ -160,12 +157,15 @@ def jitter() -> None:
         s = get_seed()
     if s is None:
         return
-    rng = getattr(_local, "rng", None)
-    if rng is None or _local.seed != s:
-        t = threading.current_thread()
+    # the generator lives in the thread's __dict__, which the simulator wipes
+    # when it reuses the OS thread for another simulated thread
+    t = threading.current_thread()
+    d = t.__dict__
+    rng = d.get("_ac_rng")
+    if rng is None or d.get("_ac_rng_seed") != s:
         who = (tuple(getattr(t, "blockIdx", ())), tuple(getattr(t, "threadIdx", ())))
-        rng = _local.rng = random.Random(f"{s}:{who}")
-        _local.seed = s
+        rng = d["_ac_rng"] = random.Random(f"{s}:{who}")
+        d["_ac_rng_seed"] = s
     r = rng.random()
     if r < 0.25:
         time.sleep(0)  # let another thread run

@@ -111,3 +111,65 @@ def test_each_block_starts_with_fresh_shared_memory():
     out = np.zeros(4, np.int32)
     blocks_have_their_own_shared_memory[4, 32](out)
     np.testing.assert_array_equal(out, np.full(4, -1, np.int32))  # 0xFFFFFFFF poison
+
+
+# --- carriers: the OS threads are reused, the simulated threads are not --------------
+
+_seen: list = []
+
+
+@cuda.jit
+def record_carrier(out):
+    import threading
+
+    t = threading.current_thread()
+    tid = cuda.threadIdx.x
+    # a fresh simulated thread: nothing of the one its carrier ran before
+    _seen.append((t, tid, sorted(k for k in t.__dict__ if k.startswith("_ac_") and
+                                       k not in ("_ac_go", "_ac_keep_keys", "_ac_job",
+                                                 "_ac_done", "_ac_debug"))))
+    ac.commit_group()  # leaves per-thread state (the cp.async groups) behind
+    ac.wait_all()
+    cuda.syncthreads()
+    out[tid] = tid + 10 * cuda.blockIdx.x
+
+
+def test_launches_reuse_os_threads_but_start_every_simulated_thread_afresh():
+    from numba_asynccopy.sim import _numba_sim_internals as nbsim
+
+    out = np.full(64, -1, np.int64)
+    record_carrier[1, 64](out)
+    first = {t for t, _, _ in _seen}  # the objects: their ids could be reused
+    np.testing.assert_array_equal(out, np.arange(64))
+    _seen.clear()
+    out[:] = -1
+    record_carrier[1, 64](out)
+    again = {t for t, _, _ in _seen}
+    np.testing.assert_array_equal(out, np.arange(64))
+    assert len(first) == 64 and len(again) == 64
+    assert again <= first | {id(t) for t in nbsim._idle}, "the second launch made new threads"
+    assert len(again & first) == 64, "a launch of the same size reuses every carrier"
+    # what the last simulated thread kept in its thread (_ac_thread, ...) is gone
+    assert all(keys == [] for _, _, keys in _seen), _seen[:3]
+    assert sorted(tid for _, tid, _ in _seen) == list(range(64))
+    _seen.clear()
+
+
+@cuda.jit
+def spin_on_a_flag(flag, out):
+    tid = cuda.threadIdx.x
+    if tid == 0:
+        while flag[0] == 0:  # no simulator call: this thread never hands off
+            pass
+        out[0] = flag[0]
+    elif tid == 31:
+        flag[0] = 7
+
+
+def test_a_thread_spinning_without_simulator_calls_does_not_starve_the_others():
+    # threads start one at a time (each when the one before blocks or exits);
+    # the launching thread's watchdog starts the rest when none hands off
+    flag = np.zeros(1, np.int32)
+    out = np.full(1, -1, np.int32)
+    spin_on_a_flag[1, 32](flag, out)
+    assert out[0] == 7
