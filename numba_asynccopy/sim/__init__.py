@@ -36,9 +36,10 @@ says which orderings the worst-case schedule checks).
 
 Interleaving (:func:`set_seed`, :func:`seed`, or ``NUMBA_ASYNCCOPY_SIM_SEED``):
 under a seed every intrinsic call is a scheduling point where the thread
-yields or falls behind as a generator seeded by the seed, the block and the
-thread decides; the results of a correct kernel do not depend on it, so
-running a test under several seeds finds the ones that do.
+gives up its turn or falls behind as a generator seeded by the seed, the
+block and the thread decides (the threads run one at a time, so a seed
+replays the same interleaving); the results of a correct kernel do not
+depend on it, so running a test under several seeds finds the ones that do.
 
 Rules the simulator adds at issue time: a copy into shared memory that an
 earlier copy still writes (or a bulk store may still read) is a

@@ -27,8 +27,9 @@ yet started), so at a barrier's release its threads do not all fight for
 the GIL and the lock at once, which made each hand-off about five times
 dearer.  A kernel that spins without calling the simulator never hands
 off: the launching thread's watchdog then wakes every ready thread at once
-(:data:`WATCHDOG_S`), and under an interleaving seed every thread runs at
-once from the start, as the seed's delays need.
+(:data:`WATCHDOG_S`).  An interleaving seed's scheduling points
+(``schedule.jitter``) are turns given up (:meth:`ClusterRun.yield_turn`):
+which thread runs next is then the seed's doing, not the OS's.
 """
 
 from __future__ import annotations
@@ -48,7 +49,6 @@ from ..host.launch import _WHAT, ClusterLaunchError, check_cluster_shape, check_
 from . import _numba_sim_internals as _nbsim
 from .errors import SIM_PREFIX, DeadlockError, SimulatorError, acting_as, acting_thread, where
 from .events import EVENTS, Events, Slots
-from . import schedule as _schedule
 from .progress import Progress
 
 
@@ -125,9 +125,6 @@ class ClusterRun(Slots):
         self._runq: collections.deque = collections.deque()
         self._unstarted: collections.deque = collections.deque()
         self.handoffs = 0
-        # under an interleaving seed every thread runs at once, as the seed's
-        # delays need (sim/schedule.py: jitter)
-        self.herd = _schedule.get_seed() is not None
         self.threads: list = []
         self.live = 0
         self.started = False
@@ -212,17 +209,14 @@ class ClusterRun(Slots):
             observed = True
             if w.pred():
                 w.ready = True
-                if self.herd:
-                    w.woken = True
-                    w.cond.notify()
-                else:
-                    self._runq.append(w)  # woken in turn (_hand_off)
+                self._runq.append(w)  # woken in turn (_hand_off)
             elif phased:
                 w.last = key.phase
 
-    def _hand_off(self) -> None:
+    def _hand_off(self) -> bool:
         """The calling thread is about to block or exit (caller holds the
-        lock): wake the next ready waiter, else start the next thread."""
+        lock): wake the next ready waiter, else start the next thread.
+        False: there was none."""
         q = self._runq
         while q:
             w = q.popleft()
@@ -230,10 +224,43 @@ class ClusterRun(Slots):
                 w.woken = True
                 self.handoffs += 1
                 w.cond.notify()
-                return
+                return True
         if self._unstarted:
             self.handoffs += 1
             _nbsim.start_thread(self._unstarted.popleft())
+            return True
+        return False
+
+    def _cond_of(self, me) -> threading.Condition:
+        """The calling thread's condition variable on this run's lock."""
+        d = me.__dict__
+        cond = d.get("_ac_cond")
+        if cond is None or d.get("_ac_cond_of") is not self:
+            cond = d["_ac_cond"] = threading.Condition(self.lock)
+            d["_ac_cond_of"] = self
+        return cond
+
+    def yield_turn(self, turns: int = 1) -> None:
+        """Let other threads run first (an interleaving seed's scheduling
+        point): ``turns`` times, the calling thread wakes the next ready
+        thread (or starts the next one not yet started) and waits behind
+        every thread then ready.  No other thread to run: returns at once."""
+        me = threading.current_thread()
+        with self.lock:
+            for _ in range(turns):
+                if self.abort or self.waiters.get(me) is not None:
+                    return
+                w = _Waiter(me, _true, _none, self._cond_of(me))
+                w.ready = True  # ready all along: never evaluated, never a deadlock
+                self.waiters[me] = w
+                try:
+                    if not self._hand_off():
+                        return
+                    self._runq.append(w)
+                    while not w.woken and not self.abort:
+                        w.cond.wait()
+                finally:
+                    self.waiters.pop(me, None)
 
     def _wake_all(self) -> None:
         """No hand-off for a while (the watchdog; caller holds the lock):
@@ -257,12 +284,7 @@ class ClusterRun(Slots):
         me = threading.current_thread()
         if pred():
             return True
-        d = me.__dict__
-        cond = d.get("_ac_cond")
-        if cond is None or d.get("_ac_cond_of") is not self:
-            cond = d["_ac_cond"] = threading.Condition(self.lock)
-            d["_ac_cond_of"] = self
-        w = _Waiter(me, pred, on_deadlock, cond)
+        w = _Waiter(me, pred, on_deadlock, self._cond_of(me))
         key = getattr(pred, "key", None)
         self.waiters[me] = w
         group = self._unkeyed if key is None else self._keyed.setdefault(id(key), {})
@@ -450,10 +472,7 @@ class ClusterRun(Slots):
         with self.lock:
             # the first runs now, each of the others when one before it blocks or exits
             self._unstarted.extend(self.threads)
-            if self.herd:
-                self._wake_all()
-            else:
-                self._hand_off()
+            self._hand_off()
             seen = -1
             while self.live > 0 and self.failed is None:
                 if not self.main.wait(WATCHDOG_S) and self.handoffs == seen:
@@ -468,6 +487,14 @@ class ClusterRun(Slots):
             raise exc.with_traceback(tb)
         for _ in self.threads:
             back.acquire()
+
+
+def _true() -> bool:
+    return True
+
+
+def _none() -> None:
+    return None
 
 
 def _kernel_line(f) -> str:

@@ -103,13 +103,16 @@ def eager() -> bool:
 def set_seed(seed: int | None) -> None:
     """Vary the interleaving of the simulated threads with ``seed``.
 
-    With a seed, every intrinsic call is a scheduling point: the calling
-    thread yields, or sleeps up to a millisecond, as a random generator
-    seeded by ``(seed, block, thread)`` decides, so each seed runs the
-    kernel's threads in another order (the operating system's scheduler
-    still adds its own variation: a seed varies the interleaving, it does not
-    replay one).  ``None`` (default) adds no delays.  A correct kernel gives
-    the same result under every seed; one that does not depends on timing.
+    The simulated threads of a cluster run one at a time, each until it
+    blocks or exits.  With a seed, every intrinsic call is also a scheduling
+    point: the calling thread gives up its turn once (let the next ready
+    thread run) or several times (fall behind), as a random generator seeded
+    by ``(seed, block, thread)`` decides, so each seed runs the kernel's
+    threads in another order, and the same seed in the same order again (a
+    thread that spins for 50 ms without calling the simulator lets the
+    watchdog run every thread at once, and then the OS decides).  ``None``
+    (default): no turn given up.  A correct kernel gives the same result
+    under every seed; one that does not depends on timing.
     The environment variable ``NUMBA_ASYNCCOPY_SIM_SEED`` sets the initial
     value.
 
@@ -149,6 +152,18 @@ def seed(value: int | None) -> Iterator[None]:
         _settings["seed"] = old
 
 
+def _give_up_turns(t, turns: int) -> None:
+    """The simulated thread ``t`` lets others run first, ``turns`` times
+    (the simulator's threads run one at a time: sim/engine.py)."""
+    from .engine import cluster_of_thread
+
+    cl = cluster_of_thread(t)
+    if cl is None:
+        time.sleep(0)
+    else:
+        cl.yield_turn(turns)
+
+
 def jitter() -> None:
     """A scheduling point (every intrinsic call): under a seed, yield or
     sleep as this thread's seeded generator says."""
@@ -168,6 +183,6 @@ def jitter() -> None:
         d["_ac_rng_seed"] = s
     r = rng.random()
     if r < 0.25:
-        time.sleep(0)  # let another thread run
+        _give_up_turns(t, 1)  # let another thread run
     elif r < 0.30:
-        time.sleep(rng.random() * 1e-3)  # fall behind
+        _give_up_turns(t, 2 + int(rng.random() * 8))  # fall behind

@@ -173,3 +173,37 @@ def test_a_thread_spinning_without_simulator_calls_does_not_starve_the_others():
     out = np.full(1, -1, np.int32)
     spin_on_a_flag[1, 32](flag, out)
     assert out[0] == 7
+
+
+_order: list = []
+
+
+@cuda.jit
+def log_turns(out):
+    tid = cuda.threadIdx.x
+    for i in range(4):
+        ac.commit_group()  # an intrinsic call: a scheduling point under a seed
+        _order.append(tid)
+    ac.wait_all()
+    out[tid] = tid
+
+
+def _turns(seed) -> list:
+    _order.clear()
+    out = np.full(32, -1, np.int64)
+    with ac.sim.seed(seed):
+        log_turns[1, 32](out)
+    np.testing.assert_array_equal(out, np.arange(32))
+    return list(_order)
+
+
+def test_a_seed_gives_the_same_interleaving_every_time_and_seeds_differ():
+    # the simulated threads run one at a time: at a seed's scheduling points a
+    # thread gives up its turn as the seed's generator says, so the order is
+    # the seed's, not the OS scheduler's
+    unseeded = _turns(None)
+    assert unseeded == sorted(unseeded)  # no seed: each thread runs to its first wait
+    a, b = _turns(3), _turns(3)
+    assert a == b
+    assert a != unseeded and sorted(a) == sorted(unseeded)
+    assert _turns(4) != a
