@@ -516,7 +516,11 @@ def refuse_runtime_constants(intrinsic: Any, targs: tuple, tkw: dict, args: tupl
     new_args, new_kw, changed = _retyped(intrinsic, targs, tkw, args, kwargs, f, typed)
     if not changed:
         return
-    key = (id(intrinsic), tuple(changed), tuple(map(str, targs)), tuple(sorted(map(str, tkw.items()))))
+    # the verdict is the typing of the retyped call: keyed by those types (a
+    # run-time index's value is in targs, as a literal, and not in new_args),
+    # it is computed once a site, not once a value
+    key = (id(intrinsic), tuple(changed), tuple(map(str, new_args)),
+           tuple(sorted(map(str, new_kw.items()))))
     if key not in _verdicts:
         verdict = None
         try:
