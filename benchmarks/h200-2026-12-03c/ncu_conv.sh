@@ -4,12 +4,7 @@
 # picks (batch 32: consumers=2 mtiles=1; batch 128: consumers=1 mtiles=2):
 # the same few launches of conv_ab.py under ncu, both kernels profiled.
 # Repository root, an H200; wheels it lacks in .whl/.  Results: ncu/.
-OUT=${OUT:-gpu-out}; mkdir -p $OUT
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-B=numba_asynccopy/bench; mkdir -p /tmp/tw
-[ -f /tmp/tw/twins.so ] || nvcc -O3 -std=c++17 --shared -Xcompiler -fPIC -lineinfo -gencode=arch=compute_90a,code=sm_90a \
-    -o /tmp/tw/twins.so $B/twins.cu $B/twins_bulk.cu $B/twins_idioms.cu $B/twins_mma.cu $B/twins_hgemm.cu $B/twins_conv.cu > /tmp/tw/b.log 2>&1
+source benchmarks/h200-2026-12-03c/setup.sh
 S="--section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section LaunchStats --section Occupancy --section InstructionStats"
 run() {  # $1: tag, rest: conv_ab.py arguments; ours (conv_tiles) and the twin (conv_tc_tiles)
   tag=$1; shift

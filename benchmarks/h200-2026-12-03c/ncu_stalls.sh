@@ -2,12 +2,7 @@
 # Warp stall reasons (per issued instruction) of the tensor-core conv2d
 # example and its CUDA C++ twin on the 56x56 layer at the two configurations
 # the sweep picks (as ncu_conv.sh).  Results: ncu/stalls-*.csv.
-OUT=${OUT:-gpu-out}; mkdir -p $OUT
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-B=numba_asynccopy/bench; mkdir -p /tmp/tw
-[ -f /tmp/tw/twins.so ] || nvcc -O3 -std=c++17 --shared -Xcompiler -fPIC -lineinfo -gencode=arch=compute_90a,code=sm_90a \
-    -o /tmp/tw/twins.so $B/twins.cu $B/twins_bulk.cu $B/twins_idioms.cu $B/twins_mma.cu $B/twins_hgemm.cu $B/twins_conv.cu > /tmp/tw/b.log 2>&1
+source benchmarks/h200-2026-12-03c/setup.sh
 M='regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio$,smsp__inst_executed.sum,sm__cycles_elapsed.avg,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,l1tex__t_requests_pipe_lsu_mem_global_op_st.sum,smsp__inst_executed_op_global_st.sum,smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed_op_shared_st.sum'
 for cfg in "b32:--batch 32" "b128:--batch 128 --set consumers=1 --set mtiles=2"; do
   tag=${cfg%%:*}; args=${cfg#*:}
