@@ -609,9 +609,8 @@ def _store_pairs(context, builder, data, stride0, base_r, base_c, vals, dt, isz)
     # of its 8 rows, the next column pair's store the other half; issued one
     # after the other, L1 hands L2 whole sectors (interleaving the two rows
     # sent about 25 % more write sectors to L2 in the conv2d epilogue, ncu)
-    order = [4 * i + 2 * h for h in range(2) for i in range(len(vals) // 4)]
-    for j in order:
-        i, h = j // 4, (j // 2) % 2
+    for h, i in [(h, i) for h in range(2) for i in range(len(vals) // 4)]:
+        j = 4 * i + 2 * h  # the pair's first value
         p = builder.gep(rows[h], [ir.Constant(intp, 8 * i * isz)])
         if dt == "float32":
             vec = ir.VectorType(f32, 2)

@@ -179,16 +179,23 @@ def _carrier_class() -> type:
                 if self._ac_debug:
                     np.seterr(**errs)
                 done = self._ac_done
-                with _idle_lock:
-                    keep = len(_idle) < POOL_MAX
-                    if keep:
-                        _idle.append(self)
+                keep = _park(self)
                 done()
                 if not keep:
                     return
 
     _carrier_cls.append(Carrier)
     return Carrier
+
+
+def _park(t) -> bool:
+    """Put carrier ``t`` back in the idle pool; False: the pool is full (the
+    carrier is to end)."""
+    with _idle_lock:
+        if len(_idle) < POOL_MAX:
+            _idle.append(t)
+            return True
+    return False
 
 
 def new_thread(target, manager, blockIdx, threadIdx, debug, done) -> Any:
@@ -214,11 +221,7 @@ def cancel_thread(t: Any) -> None:
     """Never run the simulated thread :func:`new_thread` made (its launch
     failed first): its carrier is idle again, and ``done()`` is called."""
     done = t._ac_done
-    with _idle_lock:
-        keep = len(_idle) < POOL_MAX
-        if keep:
-            _idle.append(t)
-    if not keep:
+    if not _park(t):
         t._ac_job = None  # a carrier woken without a job ends
         t.go()
     done()

@@ -265,13 +265,8 @@ class ClusterRun(Slots):
     def _wake_all(self) -> None:
         """No hand-off for a while (the watchdog; caller holds the lock):
         every ready waiter and every thread not yet started runs now."""
-        while self._runq:
-            w = self._runq.popleft()
-            if w.ready and not w.woken and self.waiters.get(w.thread) is w:
-                w.woken = True
-                w.cond.notify()
-        while self._unstarted:
-            _nbsim.start_thread(self._unstarted.popleft())
+        while self._hand_off():
+            pass
 
     def wait_until(self, pred: Callable[[], bool], on_deadlock: Callable[[], None]) -> bool:
         """Block the calling simulated thread until ``pred()`` (caller holds the lock).

@@ -69,10 +69,6 @@ def _warp_lanes(blk, warp_base: int) -> list:
     return lanes
 
 
-def _exited(t) -> bool:
-    return _nbsim.exited(t)
-
-
 @mirrors(_dev.elect_sync,
          "converges the warp as the GPU does: each lane of ``mask`` waits until every lane of "
          "``mask`` that has not exited executes the call, then the lowest of them is elected "
@@ -164,8 +160,6 @@ def meet(api: str, instr: str, mask, value=None, same_site: bool = False) -> tup
         e.arrived |= 1 << lane
         e.values[lane] = value
         lanes = meetings.warp_lanes(warp_base)
-        # threads whose exit the cluster has counted (still alive while it does)
-        exited = blk.cluster.exited_threads if blk.cluster is not None else ()
 
         def missing(first: bool = False) -> int:
             """Lanes of the mask that exist, have not arrived and have not
@@ -176,7 +170,7 @@ def meet(api: str, instr: str, mask, value=None, same_site: bool = False) -> tup
                 k = (rest & -rest).bit_length() - 1
                 rest &= rest - 1
                 t = lanes[k]
-                if t is None or (t not in exited and not _exited(t)):
+                if t is None or not _nbsim.exited(t):
                     out |= 1 << k
                     if first:
                         break

@@ -59,10 +59,6 @@ class _Meeting:
 
 
 
-def _exited(t) -> bool:
-    return _nbsim.exited(t)
-
-
 def _not_converged(api: str, instr: str, why: str):
     return rt.violation(api, _rules.warp_not_converged(instr=instr, why=why))
 
@@ -104,7 +100,7 @@ def _meet(api: str, instr: str, payload, combine):
                 except rt.SimulatorError as e:
                     m.error = str(e)
             else:
-                gone = [k for k in range(32) if k not in m.payload and _exited(lanes[k])]
+                gone = [k for k in range(32) if k not in m.payload and _nbsim.exited(lanes[k])]
                 if not gone:
                     return False
                 m.error = (f"lanes {gone} of the warp exited without executing it, while lanes "

@@ -36,8 +36,9 @@ import threading
 
 import numpy as np
 
+from . import _numba_sim_internals as _nbsim
 from . import _runtime as rt
-from .fence import _exited, _warp_lanes, meet
+from .fence import _warp_lanes, meet
 
 FULL = 0xFFFFFFFF
 
@@ -144,7 +145,7 @@ def activemask():
     th, blk = rt.current("cuda.activemask")
     tid = th.thread.thread_id
     lanes = _warp_lanes(blk, tid - tid % 32)
-    return sum(1 << k for k, t in enumerate(lanes) if t is not None and not _exited(t))
+    return sum(1 << k for k, t in enumerate(lanes) if t is not None and not _nbsim.exited(t))
 
 
 def lanemask_lt():
