@@ -57,8 +57,19 @@ def last_types() -> tuple[tuple, dict]:
     return _last.types
 
 
+# ndarray.flags.num bits that numba.typeof reads: C_CONTIGUOUS, F_CONTIGUOUS,
+# ALIGNED, WRITEABLE
+_FLAG_BITS = 0x1 | 0x2 | 0x100 | 0x400
+
+
 def _shape_key(v: Any):
     """What ``numba_type(v)`` depends on, cheaply; None where unsure."""
+    t = type(v)
+    if t is int:  # the common cases first: every intrinsic call keys each argument
+        return ("v", int, v)
+    if t is np.ndarray:
+        # C and F contiguous, aligned, writeable: one flags read, not four
+        return ("a", v.dtype, v.ndim, v.flags.num & _FLAG_BITS)
     if isinstance(v, np.ndarray):
         f = v.flags
         return ("a", v.dtype, v.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned)

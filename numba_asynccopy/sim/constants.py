@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import os
 import re
 import sys
 import textwrap
@@ -47,10 +46,8 @@ from numba.core import types
 from .. import _compat
 from .._rules import compile_time_constant
 from ._mirror import device_function, user_signature
-from .errors import violation
+from .errors import in_sim, violation
 from .numba_types import numba_type
-
-_SIM_DIR = os.path.dirname(os.path.abspath(__file__))
 
 # code object -> (function AST, run-time local names) or None (no source)
 _functions: dict = {}
@@ -58,21 +55,11 @@ _functions: dict = {}
 _verdicts: dict = {}
 
 
-_in_sim: dict = {}  # id(code) -> (code, it is the simulator's own code)
-
-
 def kernel_frame():
     """The frame of the kernel (or device function) code that made the call."""
     f = sys._getframe(2)
-    get = _in_sim.get
     while f is not None:
-        code = f.f_code
-        # by id: hashing a code object hashes its constants and names each time
-        hit = get(id(code))
-        if hit is None or hit[0] is not code:
-            hit = _in_sim[id(code)] = (
-                code, os.path.dirname(os.path.abspath(code.co_filename)) == _SIM_DIR)
-        if not hit[1]:
+        if not in_sim(f.f_code):
             return f
         f = f.f_back
     return None

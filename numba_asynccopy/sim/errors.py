@@ -69,10 +69,24 @@ def violation(api: str, rule: str) -> SimulatorError:
     return SimulatorError(f"{prefix}{api}: {rule} {where()}")
 
 
+_in_sim: dict = {}  # id(code) -> (code, it is the simulator's own code)
+
+
+def in_sim(code) -> bool:
+    """Whether a code object is the simulator's own (a module of this
+    directory), cached by the code object: every intrinsic call asks it of
+    each frame it walks."""
+    # by id: hashing a code object hashes its constants and names each time
+    hit = _in_sim.get(id(code))
+    if hit is None or hit[0] is not code:
+        hit = _in_sim[id(code)] = (code, os.path.dirname(os.path.abspath(code.co_filename)) == _SIM_DIR)
+    return hit[1]
+
+
 def caller_line() -> str:
     """file:line of the kernel code that called into the simulator."""
     f = sys._getframe(1)
-    while f is not None and os.path.dirname(os.path.abspath(f.f_code.co_filename)) == _SIM_DIR:
+    while f is not None and in_sim(f.f_code):
         f = f.f_back
     if f is None:
         return "<unknown>"
