@@ -32,6 +32,8 @@ ROOT = Path(__file__).resolve().parents[2]
 #: results files (repository paths), newest first: a row comes from the
 #: first file that measured both its sides
 RESULTS: tuple[str, ...] = (
+    "benchmarks/h200-2026-12-04/final/cluster-results-2.json",
+    "benchmarks/h200-2026-12-04/final/cluster-results-1.json",
     "benchmarks/h200-2026-12-03c/bench/results.json",
     "benchmarks/h200-2026-12-03/final/results.json",
     "benchmarks/h200-2026-12-02d/final2/results.json",
