@@ -4,8 +4,10 @@ GIL-keeping ctypes call into the launch's block (``query``, the package's
 path) and once through cuda.bindings' ``cuCtxGetCurrent`` (``bindings``,
 the path before it and the one kept where ctypes cannot load libcuda);
 both ``go`` functions and ``torch.add`` timed in alternating batches of
-3000 launches (median of 11), and each context look-up alone.  Needs a GPU
-and torch; prints JSON:
+3000 launches (median of 11), and each context look-up alone.  Needs a GPU,
+torch and the tried change applied (``git apply
+benchmarks/h200-2026-12-04/query.diff``: it was not kept, so the package
+as it landed has no ``context_query``); prints JSON:
 
     python3 benchmarks/h200-2026-12-04/launch_query_ab.py
 """

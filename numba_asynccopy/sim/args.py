@@ -67,12 +67,9 @@ def _shape_key(v: Any):
     t = type(v)
     if t is int:  # the common cases first: every intrinsic call keys each argument
         return ("v", int, v)
-    if t is np.ndarray:
+    if isinstance(v, np.ndarray):
         # C and F contiguous, aligned, writeable: one flags read, not four
         return ("a", v.dtype, v.ndim, v.flags.num & _FLAG_BITS)
-    if isinstance(v, np.ndarray):
-        f = v.flags
-        return ("a", v.dtype, v.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned)
     if v is None or isinstance(v, (bool, np.bool_, int, np.integer, str)):
         return ("v", type(v), v)  # literal types carry the value
     if type(v) is tuple:

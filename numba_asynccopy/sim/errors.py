@@ -75,7 +75,14 @@ _in_sim: dict = {}  # id(code) -> (code, it is the simulator's own code)
 def in_sim(code) -> bool:
     """Whether a code object is the simulator's own (a module of this
     directory), cached by the code object: every intrinsic call asks it of
-    each frame it walks."""
+    each frame it walks.
+
+    Example::
+
+        f = sys._getframe(1)
+        while f is not None and in_sim(f.f_code):  # the kernel's frame
+            f = f.f_back
+    """
     # by id: hashing a code object hashes its constants and names each time
     hit = _in_sim.get(id(code))
     if hit is None or hit[0] is not code:
